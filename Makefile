@@ -1,0 +1,45 @@
+# mod_sndbuf_tune: build with apxs, test with Apache::Test.
+#
+#   make            build .libs/mod_sndbuf_tune.so
+#   make install    install into Apache's module directory (DESTDIR honoured)
+#   make test       install what is missing, build, run every test suite
+#   make demo       install what is missing, build, start a demo server
+#   make bench      WAN lab benchmarks; writes docs/benchmarks.md
+
+APXS      ?= apxs
+LIBEXECDIR = $(shell $(APXS) -q LIBEXECDIR 2>/dev/null)
+SOURCES    = mod_sndbuf_tune.c sndbuf_kernel.c
+HEADERS    = sndbuf_kernel.h
+MODULE     = .libs/mod_sndbuf_tune.so
+
+all: $(MODULE)
+
+$(MODULE): $(SOURCES) $(HEADERS)
+	$(APXS) -c -Wc,-Wall -Wc,-Wextra -o mod_sndbuf_tune.la $(SOURCES)
+
+install: all
+	$(APXS) -i -S LIBEXECDIR=$(DESTDIR)$(LIBEXECDIR) -n sndbuf_tune mod_sndbuf_tune.la
+
+deps:
+	scripts/ensure-deps
+
+test: deps
+	$(MAKE) all
+	t/run
+
+demo: deps
+	$(MAKE) all
+	scripts/demo start
+
+demo-stop:
+	scripts/demo stop
+
+bench: deps
+	$(MAKE) all
+	bench/run $(BENCH_ARGS)
+
+clean:
+	rm -rf .libs *.o *.lo *.slo *.la
+	-[ -x t/TEST ] && t/TEST -clean
+
+.PHONY: all install deps test demo demo-stop bench clean

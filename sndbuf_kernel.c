@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+
+/*
+ * sndbuf_kernel.c: socket options and sysctls, behind errno-returning
+ * wrappers.  Linux-only features are compiled in when the headers have
+ * them and reported as ENOTSUP otherwise, so the module builds anywhere
+ * APR does.
+ */
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#if defined(__linux__)
+#include <linux/tcp.h>          /* the full struct tcp_info; glibc's is cut */
+#define SBT_HAVE_TCP_INFO 1
+#ifndef SO_BUF_LOCK
+#define SO_BUF_LOCK 72          /* asm-generic value, Linux >= 5.15 */
+#endif
+#define SBT_HAVE_BUF_LOCK 1
+#endif
+
+#include "apr_portable.h"
+
+#include "sndbuf_kernel.h"
+
+/* SO_BUF_LOCK bits, as the kernel defines SOCK_SNDBUF_LOCK/RCVBUF_LOCK. */
+#define SBT_SNDBUF_LOCK 1
+
+static int read_sysctl_u32s(const char *path, apr_uint32_t *out,
+                            int n)
+{
+    FILE *f = fopen(path, "r");
+    unsigned long v;
+    int i = 0;
+
+    if (!f) {
+        return 0;
+    }
+    while (i < n && fscanf(f, "%lu", &v) == 1) {
+        out[i++] = (apr_uint32_t)v;
+    }
+    fclose(f);
+    return i;
+}
+
+void sbt_kernel_probe(sbt_kernel_t *k)
+{
+    int fd;
+
+    memset(k, 0, sizeof(*k));
+    read_sysctl_u32s("/proc/sys/net/core/wmem_max", &k->wmem_max, 1);
+    read_sysctl_u32s("/proc/sys/net/ipv4/tcp_wmem", k->tcp_wmem, 3);
+
+    /* Ask a throw-away socket rather than trusting uname(): containers
+     * and backports make version numbers a poor guide. */
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) {
+        return;
+    }
+#ifdef SBT_HAVE_BUF_LOCK
+    {
+        int v = 0;
+        socklen_t len = sizeof(v);
+        k->has_buf_lock = getsockopt(fd, SOL_SOCKET, SO_BUF_LOCK,
+                                     &v, &len) == 0;
+    }
+#endif
+#ifdef SBT_HAVE_TCP_INFO
+    {
+        struct tcp_info ti;
+        socklen_t len = sizeof(ti);
+        k->has_tcp_info = getsockopt(fd, IPPROTO_TCP, TCP_INFO,
+                                     &ti, &len) == 0;
+    }
+#endif
+    close(fd);
+}
+
+int sbt_sock_fd(apr_socket_t *sock)
+{
+    apr_os_sock_t fd;
+
+    if (!sock || apr_os_sock_get(&fd, sock) != APR_SUCCESS) {
+        return -1;
+    }
+    return (int)fd;
+}
+
+int sbt_sock_get_sndbuf(int fd, int *bytes)
+{
+    socklen_t len = sizeof(*bytes);
+
+    return getsockopt(fd, SOL_SOCKET, SO_SNDBUF, bytes, &len) ? errno : 0;
+}
+
+int sbt_sock_set_sndbuf(int fd, int bytes)
+{
+    return setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes))
+           ? errno : 0;
+}
+
+int sbt_sock_release_sndbuf(int fd, int initial, int restore_to)
+{
+#ifdef SBT_HAVE_BUF_LOCK
+    int locks = 0, rv;
+    socklen_t len = sizeof(locks);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &locks, &len)) {
+        return errno;
+    }
+    /* The shrink itself sets the lock again; clearing it comes last. */
+    if (initial > 0 && (rv = sbt_sock_set_sndbuf(fd, initial / 2)) != 0) {
+        return rv;
+    }
+    locks &= ~SBT_SNDBUF_LOCK;
+    if (setsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &locks, sizeof(locks))) {
+        rv = errno;
+        if (restore_to > 0) {
+            sbt_sock_set_sndbuf(fd, restore_to);
+        }
+        return rv;
+    }
+    return 0;
+#else
+    (void)fd; (void)initial; (void)restore_to;
+    return ENOTSUP;
+#endif
+}
+
+#ifdef SBT_HAVE_TCP_INFO
+/* True when the kernel's answer reaches to the end of member m. */
+#define TI_HAS(len, m) \
+    ((size_t)(len) >= offsetof(struct tcp_info, m) + sizeof(((struct tcp_info *)0)->m))
+#endif
+
+int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
+{
+#ifdef SBT_HAVE_TCP_INFO
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+
+    memset(out, 0, sizeof(*out));
+    memset(&ti, 0, sizeof(ti));
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len)) {
+        return errno;
+    }
+    if (TI_HAS(len, tcpi_total_retrans)) {
+        out->valid |= SBT_TI_BASE;
+        out->rtt_us = ti.tcpi_rtt;
+        out->snd_cwnd = ti.tcpi_snd_cwnd;
+        out->snd_mss = ti.tcpi_snd_mss;
+        out->total_retrans = ti.tcpi_total_retrans;
+    }
+    if (TI_HAS(len, tcpi_bytes_acked)) {
+        out->valid |= SBT_TI_BYTES_ACKED;
+        out->bytes_acked = ti.tcpi_bytes_acked;
+    }
+    if (TI_HAS(len, tcpi_min_rtt)) {
+        out->valid |= SBT_TI_MIN_RTT;
+        out->min_rtt_us = ti.tcpi_min_rtt;
+    }
+    if (TI_HAS(len, tcpi_delivery_rate)) {
+        out->valid |= SBT_TI_DELIVERY;
+        out->delivery_rate = ti.tcpi_delivery_rate;
+    }
+    if (TI_HAS(len, tcpi_sndbuf_limited)) {
+        out->valid |= SBT_TI_CHRONO;
+        out->busy_us = ti.tcpi_busy_time;
+        out->sndbuf_limited_us = ti.tcpi_sndbuf_limited;
+    }
+    if (TI_HAS(len, tcpi_bytes_sent)) {
+        out->valid |= SBT_TI_BYTES_SENT;
+        out->bytes_sent = ti.tcpi_bytes_sent;
+    }
+    return 0;
+#else
+    (void)fd;
+    memset(out, 0, sizeof(*out));
+    return ENOTSUP;
+#endif
+}

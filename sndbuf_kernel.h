@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+
+/**
+ * @file  sndbuf_kernel.h
+ * @brief mod_sndbuf_tune: the only place that talks to the kernel.
+ *
+ * Everything here is a thin, errno-returning wrapper around a socket
+ * option or a sysctl file, so that the policy code above it never needs
+ * an #ifdef.  On systems without Linux's SO_BUF_LOCK or TCP_INFO the
+ * wrappers report ENOTSUP and the module degrades to fixed sizes only.
+ */
+
+#ifndef SNDBUF_KERNEL_H
+#define SNDBUF_KERNEL_H
+
+#include "apr.h"
+#include "apr_network_io.h"
+
+/** What the kernel will grant, read once at startup. 0 = unknown. */
+typedef struct {
+    apr_uint32_t wmem_max;     /**< net.core.wmem_max: SO_SNDBUF ceiling */
+    apr_uint32_t tcp_wmem[3];  /**< net.ipv4.tcp_wmem: min, initial, max */
+    int has_buf_lock;          /**< SO_BUF_LOCK works (Linux >= 5.15) */
+    int has_tcp_info;          /**< TCP_INFO works */
+} sbt_kernel_t;
+
+/** The TCP_INFO fields the module uses; a field the running kernel did
+ *  not fill in (shorter optlen) has its bit clear in @c valid. */
+typedef struct {
+    unsigned int valid;        /**< SBT_TI_* bits */
+    apr_uint32_t rtt_us;       /**< smoothed RTT (EWMA) */
+    apr_uint32_t min_rtt_us;   /**< windowed minimum RTT */
+    apr_uint32_t snd_cwnd;     /**< congestion window, segments */
+    apr_uint32_t snd_mss;
+    apr_uint32_t total_retrans;
+    apr_uint64_t bytes_acked;
+    apr_uint64_t bytes_sent;
+    apr_uint64_t delivery_rate;    /**< bytes per second */
+    apr_uint64_t sndbuf_limited_us;
+    apr_uint64_t busy_us;
+} sbt_tcp_info_t;
+
+#define SBT_TI_BASE        0x01  /**< rtt, cwnd, mss, total_retrans */
+#define SBT_TI_BYTES_ACKED 0x02
+#define SBT_TI_MIN_RTT     0x04
+#define SBT_TI_DELIVERY    0x08
+#define SBT_TI_CHRONO      0x10  /**< busy and sndbuf_limited times */
+#define SBT_TI_BYTES_SENT  0x20
+
+/** Fill @a k from /proc and a probe socket; never fails, unknowns stay 0. */
+void sbt_kernel_probe(sbt_kernel_t *k);
+
+/** The raw descriptor behind an APR socket, or -1. */
+int sbt_sock_fd(apr_socket_t *sock);
+
+/** getsockopt(SO_SNDBUF): the kernel's (doubled) send buffer. 0 or errno. */
+int sbt_sock_get_sndbuf(int fd, int *bytes);
+
+/** setsockopt(SO_SNDBUF): fixes the size and locks out autotuning. */
+int sbt_sock_set_sndbuf(int fd, int bytes);
+
+/**
+ * Give the send buffer back to kernel autotuning: shrink it to
+ * @a initial (autotuning only ever grows a buffer) and clear the
+ * SO_BUF_LOCK send bit, keeping any receive-buffer lock.  On failure the
+ * previous size @a restore_to (request value, 0 = unknown) is put back.
+ */
+int sbt_sock_release_sndbuf(int fd, int initial, int restore_to);
+
+/** TCP_INFO, trusting only what the kernel's optlen covers. 0 or errno. */
+int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *ti);
+
+#endif /* SNDBUF_KERNEL_H */
