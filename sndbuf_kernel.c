@@ -155,10 +155,15 @@ int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
         out->snd_cwnd = ti.tcpi_snd_cwnd;
         out->snd_mss = ti.tcpi_snd_mss;
         out->total_retrans = ti.tcpi_total_retrans;
+        out->unacked = ti.tcpi_unacked;
     }
     if (TI_HAS(len, tcpi_bytes_acked)) {
         out->valid |= SBT_TI_BYTES_ACKED;
         out->bytes_acked = ti.tcpi_bytes_acked;
+    }
+    if (TI_HAS(len, tcpi_notsent_bytes)) {
+        out->valid |= SBT_TI_NOTSENT;
+        out->notsent_bytes = ti.tcpi_notsent_bytes;
     }
     if (TI_HAS(len, tcpi_min_rtt)) {
         out->valid |= SBT_TI_MIN_RTT;
@@ -167,6 +172,7 @@ int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
     if (TI_HAS(len, tcpi_delivery_rate)) {
         out->valid |= SBT_TI_DELIVERY;
         out->delivery_rate = ti.tcpi_delivery_rate;
+        out->app_limited = ti.tcpi_delivery_rate_app_limited;
     }
     if (TI_HAS(len, tcpi_sndbuf_limited)) {
         out->valid |= SBT_TI_CHRONO;

@@ -33,6 +33,9 @@ typedef struct {
     apr_uint32_t snd_cwnd;     /**< congestion window, segments */
     apr_uint32_t snd_mss;
     apr_uint32_t total_retrans;
+    apr_uint32_t unacked;      /**< segments in flight */
+    apr_uint32_t notsent_bytes;    /**< queued, not yet sent */
+    int app_limited;           /**< delivery_rate sample was app-limited */
     apr_uint64_t bytes_acked;
     apr_uint64_t bytes_sent;
     apr_uint64_t delivery_rate;    /**< bytes per second */
@@ -46,6 +49,7 @@ typedef struct {
 #define SBT_TI_DELIVERY    0x08
 #define SBT_TI_CHRONO      0x10  /**< busy and sndbuf_limited times */
 #define SBT_TI_BYTES_SENT  0x20
+#define SBT_TI_NOTSENT     0x40
 
 /** Fill @a k from /proc and a probe socket; never fails, unknowns stay 0. */
 void sbt_kernel_probe(sbt_kernel_t *k);

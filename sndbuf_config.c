@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+
+/*
+ * sndbuf_config.c: the directives, their parsers, the merge rules and
+ * the one function that turns them into the policy for a request.
+ *
+ * Every parser returns NULL or a short reason; the directive handler
+ * prefixes the directive's name and the offending token, because httpd
+ * does not do that for a module.
+ */
+
+#include "httpd.h"
+#include "http_config.h"
+#include "http_core.h"
+
+#include "apr_lib.h"
+#include "apr_strings.h"
+
+#include "sndbuf_tune.h"
+
+/* Rates SndbufTuneBandwidth accepts, in bits/s. */
+#define SBT_RATE_MIN        1e3
+#define SBT_RATE_MAX        1e12
+
+/* Auto's default clamps: below the kernel's own initial 16k buffer
+ * (tcp_wmem[1]) nothing is gained; above wmem_max the kernel refuses.
+ * SBT_AUTO_MAX_FALLBACK only applies where wmem_max cannot be read. */
+#define SBT_AUTO_MIN_DEFAULT   (8 * 1024)
+#define SBT_AUTO_MAX_FALLBACK  (4 * 1024 * 1024)
+
+int sbt_largest_size;
+
+/* ---------------------------------------------------------------- */
+/* Parsers                                                          */
+/* ---------------------------------------------------------------- */
+
+/** "<digits>[kKmMgG]" in bytes, within SBT_SIZE_MIN..SBT_SIZE_MAX. */
+static const char *sbt_parse_size(const char *arg, int *bytes)
+{
+    apr_uint64_t v = 0, unit = 1;
+    const char *p = arg;
+
+    if (!apr_isdigit(*p)) {
+        return "not a size";
+    }
+    for (; apr_isdigit(*p); p++) {
+        v = v * 10 + (apr_uint64_t)(*p - '0');
+        if (v > SBT_SIZE_MAX) {
+            return "too large (at most 1g)";
+        }
+    }
+    switch (*p) {
+    case '\0':                            break;
+    case 'k': case 'K': unit <<= 10; p++; break;
+    case 'm': case 'M': unit <<= 20; p++; break;
+    case 'g': case 'G': unit <<= 30; p++; break;
+    default:
+        return "unknown unit (use k, m or g)";
+    }
+    if (*p) {
+        return "trailing characters after the size";
+    }
+    if (v * unit > SBT_SIZE_MAX) {
+        return "too large (at most 1g)";
+    }
+    if (v * unit < SBT_SIZE_MIN) {
+        return "too small (at least 4k)";
+    }
+    *bytes = (int)(v * unit);
+    return NULL;
+}
+
+/** "<number>(bit|kbit|mbit|gbit)", decimal units, into bytes/s. */
+static const char *sbt_parse_rate(const char *arg, apr_uint64_t *bytes_per_s)
+{
+    static const struct { const char *unit; double scale; } units[] = {
+        {"bit", 1}, {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}
+    };
+    char *end;
+    double v;
+    int i;
+
+    if (!apr_isdigit(*arg)) {
+        return "not a rate";
+    }
+    v = strtod(arg, &end);
+    for (i = 0; i < (int)(sizeof(units) / sizeof(units[0])); i++) {
+        if (!strcasecmp(end, units[i].unit)) {
+            v *= units[i].scale;
+            break;
+        }
+    }
+    if (i == (int)(sizeof(units) / sizeof(units[0]))) {
+        return "unknown unit (use kbit, mbit or gbit)";
+    }
+    if (!(v >= SBT_RATE_MIN && v <= SBT_RATE_MAX)) {
+        return "out of range (1kbit to 1000gbit)";
+    }
+    *bytes_per_s = (apr_uint64_t)(v / 8);
+    return NULL;
+}
+
+/** "unset", "auto" or a size. */
+static const char *sbt_parse_policy(const char *arg, sbt_setting_t *t)
+{
+    const char *why;
+
+    if (!strcasecmp(arg, "unset")) {
+        t->policy = SBT_POLICY_UNSET;
+    }
+    else if (!strcasecmp(arg, "auto")) {
+        t->policy = SBT_POLICY_AUTO;
+    }
+    else if ((why = sbt_parse_size(arg, &t->size)) != NULL) {
+        return why;
+    }
+    else {
+        t->policy = SBT_POLICY_FIXED;
+        if (t->size > sbt_largest_size) {
+            sbt_largest_size = t->size;
+        }
+    }
+    return NULL;
+}
+
+/** "<address>[/<prefix>]", IPv4 or IPv6. */
+static const char *sbt_parse_network(apr_pool_t *p, const char *arg,
+                                     sbt_network_t *net)
+{
+    char *ip = apr_pstrdup(p, arg), *slash = strchr(ip, '/');
+    int bits = strchr(ip, ':') ? 128 : 32;
+    const char *c;
+
+    net->prefix = bits;
+    if (slash) {
+        *slash++ = '\0';
+        for (c = slash; apr_isdigit(*c); c++)
+            ;
+        if (!*slash || *c || (net->prefix = atoi(slash)) > bits) {
+            return apr_psprintf(p, "prefix length must be 0 to %d", bits);
+        }
+    }
+    if (apr_ipsubnet_create(&net->subnet, ip, slash, p) != APR_SUCCESS) {
+        return "not an IPv4 or IPv6 network";
+    }
+    return NULL;
+}
+
+/** "<Location /bulk> at file:line", or "server config at file:line". */
+static const char *sbt_rule_name(cmd_parms *cmd)
+{
+    const ap_directive_t *d = cmd->directive, *sect = d->parent;
+
+    if (!sect) {
+        return apr_psprintf(cmd->pool, "server config at %s:%d",
+                            d->filename, d->line_num);
+    }
+    return apr_psprintf(cmd->pool, "%s %s at %s:%d", sect->directive,
+                        sect->args, d->filename, d->line_num);
+}
+
+/* ---------------------------------------------------------------- */
+/* Directives                                                       */
+/* ---------------------------------------------------------------- */
+
+#define SBT_POLICY_HINT "expected unset, auto or a size from 4k to 1g " \
+                        "such as 256k"
+
+static const char *sbt_cmd_tune(cmd_parms *cmd, void *dconf, const char *arg)
+{
+    sbt_dir_conf_t *conf = dconf;
+    const char *why;
+
+    if ((why = sbt_parse_policy(arg, &conf->tune)) != NULL) {
+        return apr_psprintf(cmd->pool, "%s: '%s': %s; " SBT_POLICY_HINT,
+                            cmd->cmd->name, arg, why);
+    }
+    conf->tune.rule = sbt_rule_name(cmd);
+    /* cmd->path is set inside <Directory>, <Location> and <Files>. */
+    conf->tune_in_section = cmd->path != NULL;
+    return NULL;
+}
+
+static const char *sbt_cmd_bandwidth(cmd_parms *cmd, void *dconf,
+                                     const char *arg)
+{
+    sbt_dir_conf_t *conf = dconf;
+    const char *why = sbt_parse_rate(arg, &conf->rate);
+
+    return why ? apr_psprintf(cmd->pool, "%s: '%s': %s", cmd->cmd->name,
+                              arg, why) : NULL;
+}
+
+static const char *sbt_cmd_limits(cmd_parms *cmd, void *dconf,
+                                  const char *min, const char *max)
+{
+    sbt_dir_conf_t *conf = dconf;
+    const char *why, *bad = min;
+
+    if ((why = sbt_parse_size(min, &conf->limit_min)) == NULL) {
+        bad = max;
+        why = sbt_parse_size(max, &conf->limit_max);
+    }
+    if (!why && conf->limit_min > conf->limit_max) {
+        return apr_psprintf(cmd->pool, "%s: minimum '%s' is larger than "
+                            "maximum '%s'", cmd->cmd->name, min, max);
+    }
+    if (why) {
+        return apr_psprintf(cmd->pool, "%s: '%s': %s", cmd->cmd->name,
+                            bad, why);
+    }
+    if (conf->limit_max > sbt_largest_size) {
+        sbt_largest_size = conf->limit_max;
+    }
+    return NULL;
+}
+
+static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
+                                   const char *cidr, const char *policy,
+                                   const char *rate)
+{
+    sbt_srv_conf_t *sconf = ap_get_module_config(cmd->server->module_config,
+                                                 &sndbuf_tune_module);
+    sbt_network_t *net = apr_pcalloc(cmd->pool, sizeof(*net));
+    const char *why, *bad = cidr;
+
+    (void)dummy;
+    if ((why = sbt_parse_network(cmd->pool, cidr, net)) == NULL) {
+        bad = policy;
+        why = sbt_parse_policy(policy, &net->tune);
+    }
+    if (!why && rate) {
+        bad = rate;
+        why = (net->tune.policy != SBT_POLICY_AUTO)
+              ? "a rate only goes with auto"
+              : sbt_parse_rate(rate, &net->tune.rate);
+    }
+    if (why) {
+        return apr_psprintf(cmd->pool, "%s: '%s': %s", cmd->cmd->name,
+                            bad, why);
+    }
+    net->tune.rule = apr_psprintf(cmd->pool, "SndbufTuneNetwork %s at %s:%d",
+                                  cidr, cmd->directive->filename,
+                                  cmd->directive->line_num);
+    *(sbt_network_t *)apr_array_push(sconf->networks) = *net;
+    return NULL;
+}
+
+const command_rec sbt_cmds[] = {
+    /* RSRC_CONF|ACCESS_CONF: server, <VirtualHost>, <Directory>,
+     * <Location>, <Files>; deliberately not .htaccess, where any user
+     * could pin server memory. */
+    AP_INIT_TAKE1("SndbufTune", sbt_cmd_tune, NULL, RSRC_CONF | ACCESS_CONF,
+                  "unset (kernel autotuning), auto (RTT x bandwidth) or a "
+                  "send buffer size such as 256k"),
+    AP_INIT_TAKE1("SndbufTuneBandwidth", sbt_cmd_bandwidth, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "path rate auto assumes, e.g. 30mbit; default: measure"),
+    AP_INIT_TAKE2("SndbufTuneLimits", sbt_cmd_limits, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "smallest and largest size auto may choose, e.g. 16k 4m"),
+    /* Client networks belong to a server, not to a path. */
+    AP_INIT_TAKE23("SndbufTuneNetwork", sbt_cmd_network, NULL, RSRC_CONF,
+                   "client network (CIDR), then unset, auto or a size, "
+                   "and for auto optionally a rate"),
+    {NULL}
+};
+
+/* ---------------------------------------------------------------- */
+/* Creation and merging                                             */
+/* ---------------------------------------------------------------- */
+
+void *sbt_create_dir_conf(apr_pool_t *p, char *dir)
+{
+    (void)dir;
+    /* All zero: policy NONE, rate and limits not set. */
+    return apr_pcalloc(p, sizeof(sbt_dir_conf_t));
+}
+
+void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    const sbt_dir_conf_t *base = basev, *add = addv;
+    sbt_dir_conf_t *conf = apr_palloc(p, sizeof(*conf));
+
+    /* A SndbufTune line travels whole: a nearer scope's size never
+     * combines with a farther scope's policy. */
+    if (add->tune.policy != SBT_POLICY_NONE) {
+        conf->tune = add->tune;
+        conf->tune_in_section = add->tune_in_section;
+    }
+    else {
+        conf->tune = base->tune;
+        conf->tune_in_section = base->tune_in_section;
+    }
+    conf->rate = add->rate ? add->rate : base->rate;
+    if (add->limit_max) {
+        conf->limit_min = add->limit_min;
+        conf->limit_max = add->limit_max;
+    }
+    else {
+        conf->limit_min = base->limit_min;
+        conf->limit_max = base->limit_max;
+    }
+    return conf;
+}
+
+void *sbt_create_srv_conf(apr_pool_t *p, server_rec *s)
+{
+    sbt_srv_conf_t *conf = apr_palloc(p, sizeof(*conf));
+
+    (void)s;
+    conf->networks = apr_array_make(p, 2, sizeof(sbt_network_t));
+    return conf;
+}
+
+void *sbt_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    const sbt_srv_conf_t *base = basev, *add = addv;
+    sbt_srv_conf_t *conf = apr_palloc(p, sizeof(*conf));
+
+    /* The vhost's own rules first, so they win ties of prefix length. */
+    conf->networks = apr_array_append(p, add->networks, base->networks);
+    return conf;
+}
+
+/* ---------------------------------------------------------------- */
+/* The policy for a request                                         */
+/* ---------------------------------------------------------------- */
+
+static const sbt_network_t *sbt_match_network(const sbt_srv_conf_t *conf,
+                                              apr_sockaddr_t *client)
+{
+    const sbt_network_t *nets = (const sbt_network_t *)conf->networks->elts;
+    const sbt_network_t *best = NULL;
+    int i;
+
+    for (i = 0; i < conf->networks->nelts; i++) {
+        if ((!best || nets[i].prefix > best->prefix)
+            && apr_ipsubnet_test(nets[i].subnet, client)) {
+            best = &nets[i];
+        }
+    }
+    return best;
+}
+
+int sbt_decide(request_rec *r, sbt_decision_t *d)
+{
+    const sbt_dir_conf_t *dc = ap_get_module_config(r->per_dir_config,
+                                                    &sndbuf_tune_module);
+    const sbt_srv_conf_t *sc = ap_get_module_config(r->server->module_config,
+                                                    &sndbuf_tune_module);
+    const sbt_network_t *net = NULL;
+
+    /* useragent_addr: the client as mod_remoteip sees it, when loaded;
+     * otherwise the connection's peer. */
+    if (!dc->tune_in_section && sc->networks->nelts && r->useragent_addr) {
+        net = sbt_match_network(sc, r->useragent_addr);
+    }
+    d->tune = net ? net->tune : dc->tune;
+    if (d->tune.policy == SBT_POLICY_NONE) {
+        return 0;
+    }
+    if (!d->tune.rate) {
+        d->tune.rate = dc->rate;
+    }
+    d->limit_max = dc->limit_max ? dc->limit_max
+                 : sbt_kernel.wmem_max ? (int)sbt_kernel.wmem_max
+                 : SBT_AUTO_MAX_FALLBACK;
+    d->limit_min = dc->limit_max ? dc->limit_min : SBT_AUTO_MIN_DEFAULT;
+    if (d->limit_min > d->limit_max) {
+        d->limit_min = d->limit_max;
+    }
+    return 1;
+}
