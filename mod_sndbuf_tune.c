@@ -28,6 +28,7 @@
 #include "http_core.h"
 #include "http_log.h"
 #include "http_main.h"
+#include "http_protocol.h"
 #include "http_request.h"
 #include "util_cfgtree.h"
 #include "ap_mmn.h"
@@ -51,33 +52,43 @@ static void sbt_note_none(request_rec *r)
 static void sbt_apply(request_rec *r, const sbt_decision_t *d,
                       conn_rec *primary, int shared)
 {
-    sbt_conn_t *st = sbt_conn_get(primary);
+    sbt_req_t *rq = apr_pcalloc(r->pool, sizeof(*rq));
     const char *done;
     int asked = -1;
 
-    if (st->fd < 0) {
+    rq->d = *d;
+    rq->st = sbt_conn_get(primary);
+    rq->started = apr_time_now();
+    ap_set_module_config(r->request_config, &sndbuf_tune_module, rq);
+    if (rq->st->fd < 0) {
         done = "no socket, nothing done";
     }
-    else if (d->tune.policy == SBT_POLICY_FIXED) {
-        asked = d->tune.size;
-        done = sbt_apply_fixed(r, st, asked, shared);
-    }
-    else if (d->tune.policy == SBT_POLICY_UNSET) {
-        done = sbt_apply_unset(r, st, shared);
-    }
     else {
-        done = sbt_auto_start(r, d, st, shared, &asked);
+        /* The baseline for this response's figures (log_transaction);
+         * on failure valid stays 0 and every figure reads "-". */
+        sbt_sock_tcp_info(rq->st->fd, &rq->start);
+        if (d->tune.policy == SBT_POLICY_FIXED) {
+            asked = d->tune.size;
+            done = sbt_apply_fixed(r, rq->st, asked, shared);
+        }
+        else if (d->tune.policy == SBT_POLICY_UNSET) {
+            done = sbt_apply_unset(r, rq->st, shared);
+        }
+        else {
+            done = sbt_auto_start(r, rq, shared, &asked);
+        }
     }
     sbt_note(r, SBT_NOTE_POLICY, sbt_policy_names[d->tune.policy]);
     sbt_note(r, SBT_NOTE_RULE, d->tune.rule);
     sbt_note_num(r, SBT_NOTE_REQUESTED, asked);
-    sbt_note_num(r, SBT_NOTE_EFFECTIVE, st->fd < 0 ? -1 : st->effective);
+    sbt_note_num(r, SBT_NOTE_EFFECTIVE,
+                 rq->st->fd < 0 ? -1 : rq->st->effective);
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                   "SndbufTune %s for %s%s by %s: %s; effective %d",
                   sbt_policy_names[d->tune.policy],
                   r->server->server_hostname,
                   shared ? " (HTTP/2 stream)" : "", d->tune.rule, done,
-                  st->effective);
+                  rq->st->effective);
 }
 
 static int sbt_fixups(request_rec *r)
@@ -107,6 +118,61 @@ static int sbt_fixups(request_rec *r)
         sbt_apply(r, &d, c->master, 1);
         sbt_unlock_shared();
     }
+    return DECLINED;
+}
+
+/** This response's figures from the kernel, as notes; fills @a o. */
+static void sbt_note_response(request_rec *r, const sbt_req_t *rq,
+                              sbt_outcome_t *o)
+{
+    const sbt_tcp_info_t *s = &rq->start;
+    sbt_tcp_info_t e;
+    apr_int64_t limited = -1, retrans = -1, delivery = -1, min_rtt = -1;
+    apr_time_t elapsed = apr_time_now() - rq->started;
+
+    if (rq->st->fd >= 0 && sbt_sock_tcp_info(rq->st->fd, &e) == 0) {
+        if ((e.valid & s->valid & SBT_TI_CHRONO)) {
+            limited = (apr_int64_t)(e.sndbuf_limited_us - s->sndbuf_limited_us);
+            o->sndbuf_limited = limited * 10 > elapsed;
+        }
+        if (e.valid & s->valid & SBT_TI_BASE) {
+            retrans = (apr_int64_t)e.total_retrans - s->total_retrans;
+        }
+        if (e.valid & SBT_TI_DELIVERY) {
+            delivery = (apr_int64_t)e.delivery_rate * 8;
+        }
+        if (e.valid & SBT_TI_MIN_RTT) {
+            min_rtt = e.min_rtt_us;
+        }
+    }
+    if (rq->st->fd >= 0 && rq->st->state == SBT_SOCK_AUTOTUNED) {
+        sbt_sock_get_sndbuf(rq->st->fd, &rq->st->effective);
+    }
+    o->effective = rq->st->fd >= 0 ? rq->st->effective : -1;
+    sbt_note_num(r, SBT_NOTE_LIMITED_MS, limited < 0 ? -1 : limited / 1000);
+    sbt_note_num(r, SBT_NOTE_DELIVERY, delivery);
+    sbt_note_num(r, SBT_NOTE_MIN_RTT, min_rtt);
+    sbt_note_num(r, SBT_NOTE_RETRANS, retrans);
+    sbt_note_num(r, SBT_NOTE_EFFECTIVE, o->effective);
+}
+
+static int sbt_log_transaction(request_rec *r)
+{
+    const sbt_req_t *rq = sbt_req_get(r);
+    sbt_outcome_t o;
+
+    memset(&o, 0, sizeof(o));
+    o.server = r->server;
+    o.bytes_sent = r->bytes_sent;
+    o.effective = -1;
+    if (rq) {
+        o.policy = rq->d.tune.policy;
+        o.network = rq->d.network;
+        o.clamped = rq->clamped;
+        o.failures = rq->failures;
+        sbt_note_response(r, rq, &o);
+    }
+    sbt_status_record(r, &o);
     return DECLINED;
 }
 
@@ -196,7 +262,12 @@ static void sbt_register_hooks(apr_pool_t *p)
      * notes exist before other fixups (mod_headers' early headers, ...)
      * read them. */
     ap_hook_fixups(sbt_fixups, NULL, NULL, APR_HOOK_FIRST);
+    /* log_transaction: the response is written (for HTTP/1 the EOR
+     * bucket is gone), so the kernel's figures cover all of it.  FIRST:
+     * before mod_log_config reads the notes. */
+    ap_hook_log_transaction(sbt_log_transaction, NULL, NULL, APR_HOOK_FIRST);
     sbt_auto_register_hooks();
+    sbt_status_register_hooks();
 }
 
 AP_DECLARE_MODULE(sndbuf_tune) = {

@@ -226,6 +226,12 @@ static void sbt_auto_look(request_rec *r, sbt_auto_ctx_t *ctx)
     }
     cur = sbt_auto_current(ctx->st);
     next = sbt_auto_next(ctx, cur, limited, queued, ti.snd_mss, &why);
+    if (why) {
+        sbt_req_t *rq = sbt_req_get(r);
+        if (rq) {
+            rq->clamped = 1;
+        }
+    }
     if (sbt_auto_worth_it(cur, next)) {
         const char *done = sbt_apply_fixed(r, ctx->st, next, ctx->shared);
         ctx->retunes++;
@@ -324,32 +330,32 @@ static ap_filter_t *sbt_auto_filter_find(request_rec *r)
     return NULL;
 }
 
-const char *sbt_auto_start(request_rec *r, const sbt_decision_t *d,
-                           sbt_conn_t *st, int shared, int *asked)
+const char *sbt_auto_start(request_rec *r, sbt_req_t *rq, int shared,
+                           int *asked)
 {
+    const sbt_tcp_info_t *ti = &rq->start;
     sbt_auto_ctx_t *ctx;
-    sbt_tcp_info_t ti;
     ap_filter_t *f;
     const char *why, *done;
-    int rv, from_data;
+    int from_data;
 
     *asked = -1;
-    if ((rv = sbt_sock_tcp_info(st->fd, &ti)) != 0) {
-        sbt_log_failure(r, rv, "getsockopt(TCP_INFO)");
+    if (!(ti->valid & SBT_TI_BASE)) {
         return "no TCP_INFO, socket left as it was";
     }
     ctx = apr_pcalloc(r->pool, sizeof(*ctx));
-    ctx->d = *d;
-    ctx->st = st;
+    ctx->d = rq->d;
+    ctx->st = rq->st;
     ctx->shared = shared;
-    ctx->rate = d->tune.rate ? d->tune.rate : SBT_AUTO_START_RATE;
-    ctx->rtt_us = sbt_auto_rtt(&ti, &from_data);
-    ctx->limited_us = ti.sndbuf_limited_us;
-    ctx->last_look = apr_time_now();
-    ctx->next_look = ctx->last_look + SBT_AUTO_MIN_INTERVAL;
-    *asked = sbt_auto_clamp(sbt_auto_bdp_size(ctx->rate, ctx->rtt_us), d,
-                            ti.snd_mss, &why);
-    done = sbt_apply_fixed(r, st, *asked, shared);
+    ctx->rate = rq->d.tune.rate ? rq->d.tune.rate : SBT_AUTO_START_RATE;
+    ctx->rtt_us = sbt_auto_rtt(ti, &from_data);
+    ctx->limited_us = ti->sndbuf_limited_us;
+    ctx->last_look = rq->started;
+    ctx->next_look = rq->started + SBT_AUTO_MIN_INTERVAL;
+    *asked = sbt_auto_clamp(sbt_auto_bdp_size(ctx->rate, ctx->rtt_us),
+                            &rq->d, ti->snd_mss, &why);
+    rq->clamped |= why != NULL;
+    done = sbt_apply_fixed(r, rq->st, *asked, shared);
 
     if ((f = sbt_auto_filter_find(r)) != NULL) {
         f->ctx = ctx;
@@ -362,7 +368,7 @@ const char *sbt_auto_start(request_rec *r, const sbt_decision_t *d,
     return apr_psprintf(r->pool, "rtt %uus%s x rate %" APR_UINT64_T_FMT
                         " B/s (%s) x %d/%d = %d%s%s; %s", ctx->rtt_us,
                         from_data ? "" : " (handshake)", ctx->rate,
-                        d->tune.rate ? "configured" : "starting assumption",
+                        rq->d.tune.rate ? "configured" : "starting assumption",
                         SBT_AUTO_FACTOR_NUM, SBT_AUTO_FACTOR_DEN, *asked,
                         why ? ", " : "", why ? why : "", done);
 }

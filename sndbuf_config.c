@@ -356,6 +356,7 @@ int sbt_decide(request_rec *r, sbt_decision_t *d)
     if (!dc->tune_in_section && sc->networks->nelts && r->useragent_addr) {
         net = sbt_match_network(sc, r->useragent_addr);
     }
+    d->network = net;
     d->tune = net ? net->tune : dc->tune;
     if (d->tune.policy == SBT_POLICY_NONE) {
         return 0;

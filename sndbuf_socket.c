@@ -40,11 +40,20 @@ static apr_thread_mutex_t *sbt_shared_mutex;
 static apr_uint32_t sbt_warned_at;
 static apr_uint32_t sbt_failures_hushed;
 
+sbt_req_t *sbt_req_get(request_rec *r)
+{
+    return ap_get_module_config(r->request_config, &sndbuf_tune_module);
+}
+
 void sbt_log_failure(request_rec *r, int err, const char *what)
 {
     apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now());
     apr_uint32_t last = apr_atomic_read32(&sbt_warned_at);
+    sbt_req_t *rq = sbt_req_get(r);
 
+    if (rq) {
+        rq->failures++;
+    }
     if ((last == 0 || now - last >= SBT_WARN_INTERVAL)
         && apr_atomic_cas32(&sbt_warned_at, now, last) == last) {
         apr_uint32_t hushed = apr_atomic_xchg32(&sbt_failures_hushed, 0);
@@ -104,6 +113,10 @@ const char *sbt_apply_fixed(request_rec *r, sbt_conn_t *st, int size,
     st->requested = size;
     sbt_read_effective(st);
     if (sbt_kernel.wmem_max && (apr_uint32_t)size > sbt_kernel.wmem_max) {
+        sbt_req_t *rq = sbt_req_get(r);
+        if (rq) {
+            rq->clamped = 1;
+        }
         return "set, capped by net.core.wmem_max";
     }
     return "set";

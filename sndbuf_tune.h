@@ -37,6 +37,11 @@ extern module AP_MODULE_DECLARE_DATA sndbuf_tune_module;
 #define SBT_NOTE_RTT        "SNDBUF_TUNE_RTT_US"
 #define SBT_NOTE_BW         "SNDBUF_TUNE_BW_BPS"
 #define SBT_NOTE_RETUNES    "SNDBUF_TUNE_RETUNES"
+/* Measured over the response, read at its end (log_transaction). */
+#define SBT_NOTE_LIMITED_MS "SNDBUF_TUNE_SNDBUF_LIMITED_MS"
+#define SBT_NOTE_DELIVERY   "SNDBUF_TUNE_DELIVERY_BPS"
+#define SBT_NOTE_MIN_RTT    "SNDBUF_TUNE_MIN_RTT_US"
+#define SBT_NOTE_RETRANS    "SNDBUF_TUNE_RETRANS"
 
 typedef enum {
     SBT_POLICY_NONE = 0,        /**< nothing configured: leave the socket */
@@ -74,11 +79,15 @@ typedef struct {
     apr_ipsubnet_t *subnet;
     int prefix;                 /**< prefix length: longest match wins */
     sbt_setting_t tune;
+    /** Its counters' slot on the status page (sndbuf_status.c). */
+    int status_slot;
 } sbt_network_t;
 
 typedef struct {
     /** SndbufTuneNetwork rules: this server's, then inherited ones. */
     apr_array_header_t *networks;
+    /** This vhost's counters' slot on the status page (sndbuf_status.c). */
+    int status_slot;
 } sbt_srv_conf_t;
 
 /** The policy in force for one request, with its clamps resolved. */
@@ -86,6 +95,8 @@ typedef struct {
     sbt_setting_t tune;
     int limit_min;
     int limit_max;
+    /** The SndbufTuneNetwork rule that decided, or NULL. */
+    const sbt_network_t *network;
 } sbt_decision_t;
 
 /** Who governs a socket's send buffer right now, as far as we know. */
@@ -105,6 +116,37 @@ typedef struct {
     int effective;
 } sbt_conn_t;
 
+/** Per request that a policy applies to (r->request_config). */
+typedef struct {
+    sbt_decision_t d;
+    sbt_conn_t *st;
+    /** TCP_INFO when the policy was applied; valid == 0 if unknown. */
+    sbt_tcp_info_t start;
+    apr_time_t started;
+    /** A size was clamped, for the status page. */
+    int clamped;
+    /** Socket calls that failed, for the status page. */
+    int failures;
+} sbt_req_t;
+
+/** What became of one request, for the status page's counters. */
+typedef struct {
+    sbt_policy_e policy;
+    /** The vhost (r->server) and the network rule (NULL: none) whose
+     *  counters it adds to. */
+    server_rec *server;
+    const sbt_network_t *network;
+    apr_off_t bytes_sent;
+    /** getsockopt(SO_SNDBUF) at the end; -1 unknown. */
+    int effective;
+    /** Send-buffer-limited for more than 10% of the response. */
+    int sndbuf_limited;
+    /** A size was clamped (SndbufTuneLimits, 2 x MSS or wmem_max). */
+    int clamped;
+    /** Socket calls that failed while serving it. */
+    int failures;
+} sbt_outcome_t;
+
 /* Process-wide facts, set in post_config before children fork. */
 extern sbt_kernel_t sbt_kernel;
 /** Core SendBufferSize, inherited by every accepted socket; 0 = none. */
@@ -123,6 +165,8 @@ int sbt_decide(request_rec *r, sbt_decision_t *d);
 
 /* sndbuf_socket.c */
 sbt_conn_t *sbt_conn_get(conn_rec *primary);
+/** The request's state, or NULL when no policy applies to it. */
+sbt_req_t *sbt_req_get(request_rec *r);
 /** Fix the buffer at @a size; on a @a shared (HTTP/2) socket only grow.
  *  Returns what was done, for the debug log. */
 const char *sbt_apply_fixed(request_rec *r, sbt_conn_t *st, int size,
@@ -136,12 +180,16 @@ void sbt_socket_child_init(apr_pool_t *pchild, server_rec *s);
 void sbt_note(request_rec *r, const char *key, const char *val);
 void sbt_note_num(request_rec *r, const char *key, apr_int64_t v);
 
+/* sndbuf_status.c */
+void sbt_status_record(request_rec *r, const sbt_outcome_t *o);
+void sbt_status_register_hooks(void);
+
 /* sndbuf_auto.c */
 /** Initial auto size at the start of a response (into @a asked, -1
  *  when none), and the re-tuning filter for the rest of it.  Returns
  *  what was done, for the debug log. */
-const char *sbt_auto_start(request_rec *r, const sbt_decision_t *d,
-                           sbt_conn_t *st, int shared, int *asked);
+const char *sbt_auto_start(request_rec *r, sbt_req_t *rq, int shared,
+                           int *asked);
 void sbt_auto_register_hooks(void);
 
 #endif /* SNDBUF_TUNE_H */
