@@ -203,8 +203,19 @@ static int sbt_find_core_sndbuf(const ap_directive_t *d)
     return 0;
 }
 
-static void sbt_warn_kernel_limits(server_rec *s)
+static void sbt_report_kernel(server_rec *s)
 {
+    const sbt_kernel_t *k = &sbt_kernel;
+
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                 "kernel limits: net.core.wmem_max %u, net.ipv4.tcp_wmem "
+                 "%u %u %u; SO_BUF_LOCK %s (unset %s give autotuning "
+                 "back); TCP_INFO %s (auto %s)", k->wmem_max,
+                 k->tcp_wmem[0], k->tcp_wmem[1], k->tcp_wmem[2],
+                 k->has_buf_lock ? "available" : "missing",
+                 k->has_buf_lock ? "can" : "cannot",
+                 k->has_tcp_info ? "available" : "missing",
+                 k->has_tcp_info ? "works" : "leaves sockets alone");
     if (sbt_core_sndbuf) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      "core SendBufferSize %d locks the send buffer of every "
@@ -234,7 +245,7 @@ static int sbt_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     sbt_core_sndbuf = sbt_find_core_sndbuf(ap_conftree);
     /* Once per start or restart, not again in the preflight pass. */
     if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
-        sbt_warn_kernel_limits(s);
+        sbt_report_kernel(s);
     }
     return OK;
 }
