@@ -65,7 +65,9 @@ typedef struct {
     conn_rec *primary;
     sbt_conn_t *st;
     int shared;
-    /** Bytes passed down since the last look. */
+    /** Bytes between two looks: half the buffer as of the last look. */
+    apr_off_t chunk;
+    /** Bytes passed down since the last look (< chunk). */
     apr_off_t pending;
     apr_time_t next_look;
     apr_time_t last_look;
@@ -173,6 +175,14 @@ static int sbt_auto_worth_it(int cur, int next)
     return next > cur + cur / 8 || next < cur - cur / 4;
 }
 
+static void sbt_auto_set_chunk(sbt_auto_ctx_t *ctx)
+{
+    ctx->chunk = ctx->st->effective / 2;
+    if (ctx->chunk < SBT_AUTO_MIN_CHUNK) {
+        ctx->chunk = SBT_AUTO_MIN_CHUNK;
+    }
+}
+
 static int sbt_auto_current(const sbt_conn_t *st)
 {
     if (st->state == SBT_SOCK_FIXED) {
@@ -210,6 +220,7 @@ static void sbt_auto_look(request_rec *r, sbt_auto_ctx_t *ctx)
     ctx->rtt_us = sbt_auto_rtt(&ti, &from_data);
     if (!ctx->d.tune.rate) {
         ctx->rate = sbt_auto_estimate(ctx->rate, &ti);
+        ctx->st->rate_estimate = ctx->rate;
     }
     limited = (ti.valid & SBT_TI_CHRONO)
               && ((ti.sndbuf_limited_us - ctx->limited_us)
@@ -247,6 +258,7 @@ static void sbt_auto_look(request_rec *r, sbt_auto_ctx_t *ctx)
         /* A configured rate and a data-based RTT: nothing will move. */
         ctx->settled = 1;
     }
+    sbt_auto_set_chunk(ctx);
     if (ctx->shared) {
         sbt_unlock_shared();
     }
@@ -268,6 +280,7 @@ static apr_bucket *sbt_auto_cut(apr_bucket_brigade *bb, apr_off_t *left)
         }
         if ((apr_off_t)e->length >= *left) {
             if ((apr_off_t)e->length > *left) {
+                /* A bucket type that cannot split goes out whole. */
                 apr_bucket_split(e, (apr_size_t)*left);
             }
             *left = 0;
@@ -281,19 +294,15 @@ static apr_bucket *sbt_auto_cut(apr_bucket_brigade *bb, apr_off_t *left)
 static apr_status_t sbt_auto_filter(ap_filter_t *f, apr_bucket_brigade *bb)
 {
     sbt_auto_ctx_t *ctx = f->ctx;
-    apr_off_t chunk, left;
+    apr_off_t left;
     apr_bucket *cut;
     apr_status_t rv;
 
     while (!ctx->settled) {
-        chunk = ctx->st->effective / 2;
-        if (chunk < SBT_AUTO_MIN_CHUNK) {
-            chunk = SBT_AUTO_MIN_CHUNK;
-        }
-        left = chunk - ctx->pending;
+        left = ctx->chunk - ctx->pending;
         cut = sbt_auto_cut(bb, &left);
         if (cut == APR_BRIGADE_SENTINEL(bb) && left > 0) {
-            ctx->pending = chunk - left;
+            ctx->pending = ctx->chunk - left;
             break;
         }
         /* Flush the chunk, so the core writes it now and control comes
@@ -347,7 +356,9 @@ const char *sbt_auto_start(request_rec *r, sbt_req_t *rq, int shared,
     ctx->d = rq->d;
     ctx->st = rq->st;
     ctx->shared = shared;
-    ctx->rate = rq->d.tune.rate ? rq->d.tune.rate : SBT_AUTO_START_RATE;
+    ctx->rate = rq->d.tune.rate ? rq->d.tune.rate
+              : rq->st->rate_estimate ? rq->st->rate_estimate
+              : SBT_AUTO_START_RATE;
     ctx->rtt_us = sbt_auto_rtt(ti, &from_data);
     ctx->limited_us = ti->sndbuf_limited_us;
     ctx->last_look = rq->started;
@@ -355,7 +366,16 @@ const char *sbt_auto_start(request_rec *r, sbt_req_t *rq, int shared,
     *asked = sbt_auto_clamp(sbt_auto_bdp_size(ctx->rate, ctx->rtt_us),
                             &rq->d, ti->snd_mss, &why);
     rq->clamped |= why != NULL;
-    done = sbt_apply_fixed(r, rq->st, *asked, shared);
+    if (rq->st->state == SBT_SOCK_FIXED
+        && !sbt_auto_worth_it(rq->st->requested, *asked)) {
+        /* An earlier request on this connection got close enough. */
+        *asked = rq->st->requested;
+        done = "close to the size in force, kept";
+    }
+    else {
+        done = sbt_apply_fixed(r, rq->st, *asked, shared);
+    }
+    sbt_auto_set_chunk(ctx);
 
     if ((f = sbt_auto_filter_find(r)) != NULL) {
         f->ctx = ctx;
@@ -368,7 +388,9 @@ const char *sbt_auto_start(request_rec *r, sbt_req_t *rq, int shared,
     return apr_psprintf(r->pool, "rtt %uus%s x rate %" APR_UINT64_T_FMT
                         " B/s (%s) x %d/%d = %d%s%s; %s", ctx->rtt_us,
                         from_data ? "" : " (handshake)", ctx->rate,
-                        rq->d.tune.rate ? "configured" : "starting assumption",
+                        rq->d.tune.rate ? "configured"
+                        : rq->st->rate_estimate ? "measured earlier"
+                        : "starting assumption",
                         SBT_AUTO_FACTOR_NUM, SBT_AUTO_FACTOR_DEN, *asked,
                         why ? ", " : "", why ? why : "", done);
 }

@@ -114,6 +114,9 @@ typedef struct {
     int requested;
     /** getsockopt(SO_SNDBUF) after our last change; -1 unknown. */
     int effective;
+    /** auto's measured rate (bytes/s), carried to the next request on
+     *  a keep-alive connection; 0 = nothing measured yet. */
+    apr_uint64_t rate_estimate;
 } sbt_conn_t;
 
 /** Per request that a policy applies to (r->request_config). */
