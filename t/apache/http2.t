@@ -1,0 +1,232 @@
+# HTTP/2 with the module active (curl, built with nghttp2). Streams run on
+# secondary connections; the policy must land on the PRIMARY connection's
+# socket, which is what ss/sockinspect look at (the server end of curl's
+# one TCP connection).
+#   h2 over TLS (ALPN) a.ssl.test       : full download, SHA-256, decision
+#   h2 over TLS a.ssl.test, slow reader : primary socket 131072, locked
+#   h2c prior knowledge fixed1m.test    : full download, SHA-256
+#   h2c unset.test, slow reader         : lock clear, not a configured size
+#   h2 (TLS), one connection, streams to a (64k), c (1m), d (unset), then
+#       a held download from a         : 2*1m locked: the largest fixed size
+#       wins for the connection's life; a smaller size never shrinks it
+#   h2, one connection, c (1m) then held d (unset): 2*1m locked: unset
+#       never shrinks a fixed size
+#   h2, one connection, d (unset) then held a (64k): 131072 locked
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Apache::Test qw(-withtestmore);
+use Digest::SHA ();
+use File::Temp ();
+use POSIX ();
+use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256 SMALL_PATH
+                         CONFIGURED_SIZES vhost_port);
+use SndbufTune::Kernel qw(poll_until server_view view_str expected_fixed_tb
+                          have_sockinspect lock_supported);
+
+my $curl_h2 = (`curl -V 2>/dev/null` =~ /^Features:.*\bHTTP2\b/m);
+
+# mod_http2 and mod_ssl are loaded unconditionally by t/conf/extra.conf.in
+plan tests => 7, need({ 'curl with HTTP/2 support' => $curl_h2 });
+
+my $port    = vhost_port('sndbuf');
+my $sslport = vhost_port('sndbuf_ssl');
+my $tmp = File::Temp->newdir('sndbuf-h2-XXXXXX', TMPDIR => 1);
+
+sub sha_file {
+    my $d = Digest::SHA->new(256);
+    $d->addfile(shift, 'b');
+    $d->hexdigest;
+}
+
+sub headers_of {
+    my $file = shift;
+    open my $fh, '<', $file or return {};
+    my %h;
+    while (<$fh>) {
+        s/\r?\n$//;
+        $h{lc $1} = $2 if /^([^:\s]+):\s*(.*)$/;
+    }
+    return \%h;
+}
+
+# start curl in the background, output to files; returns pid
+sub curl_bg {
+    my @args = @_;
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open STDOUT, '>', "$tmp/bg.out";
+        open STDERR, '>', "$tmp/bg.err";
+        exec 'curl', @args or POSIX::_exit(127);
+    }
+    return $pid;
+}
+
+sub stop_curl {
+    my $pid = shift;
+    kill 'TERM', $pid;
+    waitpid $pid, 0;
+}
+
+# the local port of curl's TCP connection to $sport
+sub curl_port {
+    my ($pid, $sport) = @_;
+    my ($cport) = poll_until(10, sub {
+        my $out = `ss -Htnp state established '( dport = :$sport )' 2>/dev/null`;
+        for (split /\n/, $out) {
+            return $1 if /^\s*\d+\s+\d+\s+\S+:(\d+)\s+\S+:$sport\b.*pid=$pid,/;
+        }
+        return undef;
+    });
+    return $cport;
+}
+
+# wait until the server socket's send queue is non-empty: the stream's data
+# is on the primary socket and curl is throttling
+sub held_view {
+    my ($cport, $sport) = @_;
+    my ($v) = poll_until(10, sub {
+        my $v = server_view($sport, $cport);
+        return $v && $v->{send_q} && $v->{send_q} > 0 ? $v : undef;
+    });
+    return $v;
+}
+
+sub locked_is {
+    my ($v, $want, $label) = @_;
+  SKIP: {
+        skip 'not root / no SO_BUF_LOCK', 1
+            unless have_sockinspect() && lock_supported($v);
+        is($v->{sndbuf_locked}, $want, "$label: SO_BUF_LOCK send bit $want");
+    }
+}
+
+# 1. h2 over TLS, full download
+subtest 'h2 (TLS, ALPN) full download a.ssl.test' => sub {
+    my $out = `curl -sk --http2 --resolve a.ssl.test:$sslport:127.0.0.1 -D $tmp/h1 -o $tmp/b1 -w '%{http_version} %{http_code} %{size_download}' https://a.ssl.test:$sslport${\ BIG_PATH} 2>&1`;
+    is($out, '2 200 ' . BIG_SIZE, 'HTTP/2, 200, full size');
+    is(sha_file("$tmp/b1"), BIG_SHA256, 'SHA-256');
+    my $h = headers_of("$tmp/h1");
+    is($h->{'x-sndbuf-policy'}, 'fixed', 'policy fixed');
+    is($h->{'x-sndbuf-requested'}, 65536, 'requested 65536');
+    is($h->{'x-sndbuf-effective'}, expected_fixed_tb(65536),
+       'effective = primary socket SO_SNDBUF');
+    unlink "$tmp/b1";
+};
+
+# 2. h2 over TLS, slow reader: kernel view of the primary socket
+subtest 'h2 (TLS) held download: primary socket' => sub {
+    my $pid = curl_bg('-sk', '--http2', '--limit-rate', '64k',
+        '--resolve', "a.ssl.test:$sslport:127.0.0.1", '-o', '/dev/null',
+        "https://a.ssl.test:$sslport" . BIG_PATH);
+    my $cport = curl_port($pid, $sslport);
+    ok($cport, "curl's connection found") or do { stop_curl($pid); return };
+    my $v = held_view($cport, $sslport);
+    diag('kernel view [h2 TLS a.ssl.test]: ' . view_str($v));
+    is($v && $v->{tb}, expected_fixed_tb(65536), 'tb == 2*64k');
+    locked_is($v, 1, 'a.ssl.test h2');
+    stop_curl($pid);
+};
+
+# 3. h2c prior knowledge, full download from the 1m vhost
+subtest 'h2c full download fixed1m.test' => sub {
+    my $out = `curl -s --http2-prior-knowledge -H 'Host: fixed1m.test' -D $tmp/h3 -o $tmp/b3 -w '%{http_version} %{http_code} %{size_download}' http://127.0.0.1:$port${\ BIG_PATH} 2>&1`;
+    is($out, '2 200 ' . BIG_SIZE, 'HTTP/2, 200, full size');
+    is(sha_file("$tmp/b3"), BIG_SHA256, 'SHA-256');
+    my $h = headers_of("$tmp/h3");
+    is($h->{'x-sndbuf-policy'}, 'fixed', 'policy fixed');
+    is($h->{'x-sndbuf-effective'}, expected_fixed_tb(1024 * 1024),
+       'effective = 2*1m');
+    unlink "$tmp/b3";
+};
+
+# 4. h2c unset vhost, slow reader
+subtest 'h2c held download unset.test: primary socket' => sub {
+    my $pid = curl_bg('-s', '--http2-prior-knowledge', '--limit-rate', '64k',
+        '-H', 'Host: unset.test', '-o', '/dev/null',
+        "http://127.0.0.1:$port" . BIG_PATH);
+    my $cport = curl_port($pid, $port);
+    ok($cport, "curl's connection found") or do { stop_curl($pid); return };
+    my $v = held_view($cport, $port);
+    diag('kernel view [h2c unset.test]: ' . view_str($v));
+    my %fixed = map { (expected_fixed_tb($_) => 1) } CONFIGURED_SIZES;
+    ok($v && !$fixed{$v->{tb}}, 'tb is none of the configured fixed sizes');
+    locked_is($v, 0, 'unset.test h2c');
+    stop_curl($pid);
+};
+
+# Streams of several vhosts on ONE connection. curl 7.88's h2c
+# prior-knowledge mode cannot reuse its connection (the second transfer
+# fails with exit 16), so this runs over TLS: the connection's SNI is
+# a.ssl.test, and c.ssl.test/d.ssl.test share its certificate, so mod_ssl
+# accepts their streams on it. The last stream is a held download.
+sub multi_stream {
+    my ($label, $hosts, $held, $want_tb) = @_;
+    my @common = ('-sk', '--http2',
+                  '--resolve', "a.ssl.test:$sslport:127.0.0.1");
+    my $url = "https://a.ssl.test:$sslport";
+    my @args;
+    my $i = 0;
+    for my $h (@$hosts) {
+        push @args, '--next' if $i;
+        push @args, @common, '-H', "Host: $h", '-D', "$tmp/mh$i",
+            '-o', '/dev/null',
+            # %{stderr}: unbuffered, survives the SIGTERM that ends curl
+            '-w', '%{stderr}W %{num_connects} %{http_version} %{http_code}\n',
+            $url . SMALL_PATH;
+        $i++;
+    }
+    push @args, '--next', @common, '--limit-rate', '64k', '-H', "Host: $held",
+        '-D', "$tmp/mh$i", '-o', '/dev/null', $url . BIG_PATH;
+    my $pid = curl_bg(@args);
+    my $cport = curl_port($pid, $sslport);
+    ok($cport, "curl's connection found") or do { stop_curl($pid); return };
+    my $v = held_view($cport, $sslport);
+    diag("kernel view [h2 $label, held $held]: " . view_str($v));
+    is($v && $v->{tb}, $want_tb, "tb == $want_tb");
+    locked_is($v, 1, $label);
+    my ($held_h) = poll_until(10, sub {
+        my $h = headers_of("$tmp/mh$i");
+        $h->{'x-sndbuf-policy'} ? $h : undef;
+    });
+    stop_curl($pid);
+    open my $fh, '<', "$tmp/bg.err";
+    my @w = map { s/^W //r } grep { /^W / } <$fh>;
+    close $fh;
+    is(scalar(@w), scalar(@$hosts), 'small streams all completed');
+    is_deeply([map { (split ' ', $_)[0] } @w],
+              [1, (0) x (@$hosts - 1)],
+              'all streams on one connection (num_connects 1,0,...)');
+    ok(!grep({ !/^\d 2 200$/ } @w), 'every small stream: HTTP/2 200')
+        or diag(join '', @w);
+    for my $j (0 .. $i) {
+        my $h = $j == $i ? ($held_h || {}) : headers_of("$tmp/mh$j");
+        diag("stream " . ($j + 1) . " to "
+             . ($j == $i ? "$held (held)" : $hosts->[$j])
+             . ": policy=" . ($h->{'x-sndbuf-policy'} // '?')
+             . ' requested=' . ($h->{'x-sndbuf-requested'} // '?')
+             . ' effective=' . ($h->{'x-sndbuf-effective'} // '?'));
+    }
+    is($held_h && $held_h->{'x-sndbuf-effective'}, $want_tb,
+       'held stream reports the primary socket\'s SO_SNDBUF');
+}
+
+# 5. the largest fixed size wins; a smaller one does not shrink it
+subtest 'h2 one connection: 64k, 1m, unset, then held 64k' => sub {
+    multi_stream('64k,1m,unset', ['a.ssl.test', 'c.ssl.test', 'd.ssl.test'],
+                 'a.ssl.test', expected_fixed_tb(1024 * 1024));
+};
+
+# 6. unset never shrinks a fixed size
+subtest 'h2 one connection: 1m, then held unset' => sub {
+    multi_stream('1m', ['c.ssl.test'], 'd.ssl.test',
+                 expected_fixed_tb(1024 * 1024));
+};
+
+# 7. a fixed size after unset applies
+subtest 'h2 one connection: unset, then held 64k' => sub {
+    multi_stream('unset', ['d.ssl.test'], 'a.ssl.test',
+                 expected_fixed_tb(65536));
+};

@@ -1,0 +1,66 @@
+# Inheritance between scopes, on a separate apache2 instance whose main
+# server has SndbufTune 256k (impossible in the Apache::Test server, whose
+# vhost none.test must stay untouched):
+#   inherit.test (no SndbufTune)            -> main server's 256k
+#   inherit.test <Location /gen/locunset/>  -> unset
+#   own.test SndbufTune 1m                  -> 1m
+#   own.test <Location /gen/loc1m/> without SndbufTune -> the vhost's 1m
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Apache::Test qw(-withtestmore);
+use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256);
+use SndbufTune::Checks;
+use SndbufTune::Standalone;
+use SndbufTune::StallClient;
+
+my @cases = (
+    ['inherit.test', BIG_PATH,                'fixed', 256 * 1024],
+    ['inherit.test', '/gen/locunset/big.bin', 'unset', undef],
+    ['own.test',     BIG_PATH,                'fixed', 1024 * 1024],
+    ['own.test',     '/gen/loc1m/big.bin',    'fixed', 1024 * 1024],
+);
+
+plan tests => scalar @cases;
+
+my $srv = SndbufTune::Standalone->new(name => 'inherit', body => <<'CONF');
+SndbufTune 256k
+<VirtualHost *:@PORT@>
+    ServerName inherit.test
+    <Location /gen/locunset/>
+        SndbufTune unset
+    </Location>
+</VirtualHost>
+<VirtualHost *:@PORT@>
+    ServerName own.test
+    SndbufTune 1m
+    <Location /gen/loc1m/>
+        Header always set X-Location yes
+    </Location>
+</VirtualHost>
+CONF
+$srv->start or BAIL_OUT("standalone server: $srv->{error}");
+my $port = $srv->port;
+
+for my $case (@cases) {
+    my ($host, $path, $policy, $bytes) = @$case;
+    subtest "$host$path ($policy)" => sub {
+        my $c = SndbufTune::StallClient->new(port => $port);
+        is($c->request($path, $host), 200, 'status 200');
+        decision_ok(sub { $c->header($_[0]) }, $policy, $bytes, "$host$path");
+        $c->read_body(32 * 1024);
+        if ($policy eq 'fixed') {
+            fixed_ok($c, $bytes, "$host$path");
+        }
+        else {
+            autotuned_ok($c, undef, "$host$path");
+        }
+        my ($len, $sha) = $c->finish_body;
+        is($len, BIG_SIZE, 'whole body');
+        is($sha, BIG_SHA256, 'SHA-256');
+    };
+}
+
+$srv->stop;

@@ -1,0 +1,160 @@
+package SndbufTune::Checks;
+# Assertions on the kernel's view of the server socket, shared by the .t
+# files (Test::More functions; call them inside a subtest).
+#
+#   fixed_ok($client, $bytes, $label)
+#       tb == 2*min(bytes, wmem_max) (ss skmem), getsockopt SO_SNDBUF the
+#       same, SO_BUF_LOCK send bit set; and still so after the client has
+#       pulled more data through (the lock stops autotuning).
+#   autotuned_ok($client, $baseline_tb, $label)
+#       SO_BUF_LOCK send bit clear; tb differs from 2*size of every fixed
+#       size configured; and tb grows above $baseline_tb (default: the
+#       kernel's initial tcp_wmem[1]) while the client pulls a bulk
+#       transfer through (bounded poll).
+#   untouched_locked_ok($client, $tb, $label)
+#       tb == $tb and locked, not changed by the module (core SendBufferSize)
+#
+# $client is a SndbufTune::StallClient whose response headers have been
+# read and which then stopped reading.
+use strict;
+use warnings;
+
+use Test::More;
+use SndbufTune::Kernel qw(server_view view_str expected_fixed_tb poll_until
+                          have_sockinspect lock_supported tcp_wmem);
+use SndbufTune::Setup qw(CONFIGURED_SIZES);
+use Exporter 'import';
+
+our @EXPORT = qw(fixed_ok autotuned_ok untouched_locked_ok view_of
+                 decision_ok log_view);
+
+our $BULK = 4 * 1024 * 1024;    # bytes pulled through for the growth checks
+our $POLL = 10;                 # seconds, upper bound for any kernel poll
+
+sub view_of {
+    my $c = shift;
+    my ($v) = poll_until($POLL, sub { server_view($c->server_port,
+                                                  $c->local_port) });
+    return $v;
+}
+
+sub log_view {
+    my ($label, $v) = @_;
+    diag("kernel view [$label]: " . view_str($v));
+}
+
+sub _lock_checks {
+    my ($v, $want, $label) = @_;
+  SKIP: {
+        skip "not root: cannot read the server's socket (sockinspect)", 2
+            unless have_sockinspect();
+        ok(defined $v->{so_sndbuf}, "$label: sockinspect read the socket")
+            or diag($v->{sockinspect_error} // 'no data');
+        if (lock_supported($v)) {
+            is($v->{sndbuf_locked}, $want,
+               "$label: SO_BUF_LOCK send bit " . ($want ? 'set' : 'clear'))
+                or diag('kernel view: ' . view_str($v));
+        }
+        else {
+            pass("$label: kernel cannot report SO_BUF_LOCK (< 5.15)");
+        }
+    }
+}
+
+sub fixed_ok {
+    my ($c, $bytes, $label) = @_;
+    my $want = expected_fixed_tb($bytes);
+    my $v = view_of($c);
+    ok($v, "$label: server socket found in ss") or return;
+    log_view("$label, stalled", $v);
+    is($v->{tb}, $want, "$label: ss tb == 2*min($bytes, wmem_max) = $want");
+  SKIP: {
+        skip 'no sockinspect', 1 unless defined $v->{so_sndbuf};
+        is($v->{so_sndbuf}, $want, "$label: getsockopt SO_SNDBUF == $want");
+    }
+    _lock_checks($v, 1, $label);
+
+    # pull a bulk transfer through: a locked buffer must not move
+    my $n = $c->remaining > $BULK ? $BULK : $c->remaining - 1;
+    $c->read_body($n) if $n > 0;
+    my $v2 = view_of($c);
+    log_view("$label, after bulk read", $v2);
+    is($v2 && $v2->{tb}, $want, "$label: tb still $want after a bulk read");
+}
+
+sub autotuned_ok {
+    my ($c, $baseline, $label) = @_;
+    # a fresh socket starts at tcp_wmem[1] (tcp(7): "the initial size of a
+    # TCP send buffer"); with Apache's default AcceptFilter (TCP_DEFER_ACCEPT)
+    # the server end is not even established before the request arrives, so
+    # that is the earliest value there is to compare with
+    $baseline //= (tcp_wmem())[1];
+    my $v = view_of($c);
+    ok($v, "$label: server socket found in ss") or return;
+    log_view("$label, stalled", $v);
+    _lock_checks($v, 0, $label);
+    my %fixed = map { (expected_fixed_tb($_) => $_) } CONFIGURED_SIZES;
+    ok(!exists $fixed{$v->{tb}},
+       "$label: tb $v->{tb} is none of the configured fixed sizes ("
+       . join(',', sort { $a <=> $b } keys %fixed) . ')');
+
+    # autotuning grows sk_sndbuf with cwnd, up to tcp_wmem[2]
+    my $max = (tcp_wmem())[2];
+  SKIP: {
+        skip "baseline tb $baseline is already tcp_wmem[2] $max", 1
+            if $baseline >= $max;
+        my ($grown, $last);
+        my $pulled = 0;
+        # read in bulk steps until the kernel has grown the buffer; bounded
+        # by the file size and by $POLL seconds of polling per step
+        while (!$grown && $c->remaining > 1) {
+            my $n = $c->remaining > $BULK ? $BULK : $c->remaining - 1;
+            $c->read_body($n);
+            $pulled += $n;
+            ($grown) = poll_until(1, sub {
+                $last = server_view($c->server_port, $c->local_port);
+                $last && $last->{tb} > $baseline;
+            });
+        }
+        log_view("$label, after bulk read of $pulled bytes", $last);
+        ok($grown, "$label: tb grew above $baseline under a bulk transfer "
+           . "(now " . ($last ? $last->{tb} : '?') . ", tcp_wmem max $max)");
+    }
+}
+
+sub untouched_locked_ok {
+    my ($c, $want, $label) = @_;
+    my $v = view_of($c);
+    ok($v, "$label: server socket found in ss") or return;
+    log_view("$label, stalled", $v);
+    is($v->{tb}, $want, "$label: tb == $want");
+    _lock_checks($v, 1, $label);
+    my $n = $c->remaining > $BULK ? $BULK : $c->remaining - 1;
+    $c->read_body($n) if $n > 0;
+    my $v2 = view_of($c);
+    log_view("$label, after bulk read", $v2);
+    is($v2 && $v2->{tb}, $want, "$label: tb still $want after a bulk read");
+}
+
+# The module's own report (notes/env via mod_headers) for one response.
+sub decision_ok {
+    my ($hdr, $policy, $bytes, $label) = @_;
+    is($hdr->('X-Sndbuf-Policy'), $policy, "$label: SNDBUF_TUNE_POLICY");
+    if ($policy eq 'fixed') {
+        is($hdr->('X-Sndbuf-Requested'), $bytes,
+           "$label: SNDBUF_TUNE_REQUESTED");
+        is($hdr->('X-Sndbuf-Effective'), expected_fixed_tb($bytes),
+           "$label: SNDBUF_TUNE_EFFECTIVE is getsockopt's doubled value");
+    }
+    elsif ($policy eq 'unset') {
+        is($hdr->('X-Sndbuf-Requested'), '-', "$label: SNDBUF_TUNE_REQUESTED");
+        like($hdr->('X-Sndbuf-Effective') // '', qr/^\d+$/,
+             "$label: SNDBUF_TUNE_EFFECTIVE is a number");
+    }
+    else {
+        is($hdr->('X-Sndbuf-Requested'), '-', "$label: SNDBUF_TUNE_REQUESTED");
+        is($hdr->('X-Sndbuf-Effective'), '-', "$label: SNDBUF_TUNE_EFFECTIVE");
+    }
+}
+
+1;
