@@ -50,6 +50,8 @@ static const char *sbt_parse_size(const char *arg, int *bytes)
         }
     }
     switch (*p) {
+    case '.':
+        return "not a whole number";
     case '\0':                            break;
     case 'k': case 'K': unit <<= 10; p++; break;
     case 'm': case 'M': unit <<= 20; p++; break;
@@ -130,7 +132,9 @@ static const char *sbt_parse_network(apr_pool_t *p, const char *arg,
     char *ip = apr_pstrdup(p, arg), *slash = strchr(ip, '/');
     int bits = strchr(ip, ':') ? 128 : 32;
     const char *c;
+    apr_status_t rv;
 
+    net->family = bits == 128 ? APR_INET6 : APR_INET;
     net->prefix = bits;
     if (slash) {
         *slash++ = '\0';
@@ -140,8 +144,14 @@ static const char *sbt_parse_network(apr_pool_t *p, const char *arg,
             return apr_psprintf(p, "prefix length must be 0 to %d", bits);
         }
     }
-    if (apr_ipsubnet_create(&net->subnet, ip, slash, p) != APR_SUCCESS) {
-        return "not an IPv4 or IPv6 network";
+    /* APR refuses a zero mask; check the address with a full one. */
+    rv = apr_ipsubnet_create(&net->subnet, ip, net->prefix ? slash : NULL, p);
+    if (rv != APR_SUCCESS) {
+        return rv == APR_EBADMASK ? "bad prefix length"
+                                  : "not an IPv4 or IPv6 network";
+    }
+    if (!net->prefix) {
+        net->subnet = NULL;
     }
     return NULL;
 }
@@ -327,6 +337,23 @@ void *sbt_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
 /* The policy for a request                                         */
 /* ---------------------------------------------------------------- */
 
+/** Does @a client fall in @a net?  IPv4-mapped IPv6 counts as IPv4. */
+static int sbt_network_has(const sbt_network_t *net, apr_sockaddr_t *client)
+{
+    int family = client->family;
+
+#if APR_HAVE_IPV6
+    if (family == APR_INET6
+        && IN6_IS_ADDR_V4MAPPED(&client->sa.sin6.sin6_addr)) {
+        family = APR_INET;
+    }
+#endif
+    if (!net->subnet) {
+        return family == net->family;
+    }
+    return apr_ipsubnet_test(net->subnet, client);
+}
+
 static const sbt_network_t *sbt_match_network(const sbt_srv_conf_t *conf,
                                               apr_sockaddr_t *client)
 {
@@ -336,7 +363,7 @@ static const sbt_network_t *sbt_match_network(const sbt_srv_conf_t *conf,
 
     for (i = 0; i < conf->networks->nelts; i++) {
         if ((!best || nets[i].prefix > best->prefix)
-            && apr_ipsubnet_test(nets[i].subnet, client)) {
+            && sbt_network_has(&nets[i], client)) {
             best = &nets[i];
         }
     }

@@ -76,7 +76,10 @@ typedef struct {
 
 /** One SndbufTuneNetwork rule. */
 typedef struct {
+    /** NULL for a /0 rule, which APR cannot express: see family. */
     apr_ipsubnet_t *subnet;
+    /** APR_INET or APR_INET6: the family a /0 rule matches. */
+    int family;
     int prefix;                 /**< prefix length: longest match wins */
     sbt_setting_t tune;
     /** Its counters' slot on the status page (sndbuf_status.c). */

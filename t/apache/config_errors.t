@@ -1,6 +1,6 @@
-# SndbufTune values and contexts checked by `apache2 -t` on a minimal
+# SndbufTune* values and contexts checked by `apache2 -t` on a minimal
 # config that loads the module (t/lib/SndbufTune/Standalone.pm):
-#   bad values  -> exit != 0, message names SndbufTune and the value
+#   bad values  -> exit != 0, message names the directive and the value
 #   bad arity   -> exit != 0, message names SndbufTune
 #   good values and every allowed context -> Syntax OK
 use strict;
@@ -19,6 +19,37 @@ my @good = ('4k', '4K', '4096', '64k', '1m', '1M', '512m', '1g', '1G',
             # issue 2 had `auto` rejected until issue 4 landed; it has
             # (docs/auto.md), so it is a valid value now
             'auto');
+# [line, the token the message must quote] for the other directives
+my @bad_other = (
+    ['SndbufTuneBandwidth 30', '30'],
+    ['SndbufTuneBandwidth 30mb', '30mb'],
+    ['SndbufTuneBandwidth 0mbit', '0mbit'],
+    ['SndbufTuneBandwidth -1mbit', '-1mbit'],
+    ['SndbufTuneBandwidth 2000gbit', '2000gbit'],
+    ['SndbufTuneBandwidth fast', 'fast'],
+    ['SndbufTuneLimits 1m 64k', '1m'],
+    ['SndbufTuneLimits 3k 1m', '3k'],
+    ['SndbufTuneLimits 64k 2g', '2g'],
+    ['SndbufTuneLimits 64k', 'SndbufTuneLimits'],
+    ['SndbufTuneNetwork 10.0.0.0/33 64k', '10.0.0.0/33'],
+    ['SndbufTuneNetwork 2001:db8::/129 64k', '2001:db8::/129'],
+    ['SndbufTuneNetwork 10.0.0.0/x 64k', '10.0.0.0/x'],
+    ['SndbufTuneNetwork example.com 64k', 'example.com'],
+    ['SndbufTuneNetwork 10.0.0.0/8 fast', 'fast'],
+    ['SndbufTuneNetwork 10.0.0.0/8 64k 30mbit', '30mbit'],
+    ['SndbufTuneNetwork 10.0.0.0/8 auto 30xbit', '30xbit'],
+    ['SndbufTuneNetwork 10.0.0.0/8', 'SndbufTuneNetwork'],
+    ["<Location /x>\n  SndbufTuneNetwork 10.0.0.0/8 64k\n</Location>",
+     'SndbufTuneNetwork'],
+);
+my @good_other = ('SndbufTuneBandwidth 30mbit', 'SndbufTuneBandwidth 1.5gbit',
+                  'SndbufTuneBandwidth 500kbit', 'SndbufTuneLimits 16k 4m',
+                  'SndbufTuneLimits 64k 64k',
+                  'SndbufTuneNetwork 10.60.0.0/16 auto 30mbit',
+                  'SndbufTuneNetwork 0.0.0.0/0 unset',
+                  'SndbufTuneNetwork ::/0 auto',
+                  'SndbufTuneNetwork 2001:db8:42::/48 1M',
+                  'SndbufTuneNetwork 192.0.2.7 64k');
 my @contexts = (
     "SndbufTune 64k",
     "<VirtualHost *:\@PORT\@>\n  ServerName v.test\n  SndbufTune 64k\n</VirtualHost>",
@@ -28,7 +59,7 @@ my @contexts = (
     "<VirtualHost *:\@PORT\@>\n  ServerName v.test\n  <Location /y>\n    SndbufTune 4k\n  </Location>\n</VirtualHost>",
 );
 
-plan tests => @bad + @arity + @good + @contexts;
+plan tests => @bad + @arity + @good + @contexts + @bad_other + @good_other;
 
 my $n = 0;
 sub check { SndbufTune::Standalone->syntax_check(name => 'syntax' . $n++, body => shift) }
@@ -60,5 +91,23 @@ for my $body (@contexts) {
     chomp $out;
     (my $one = $body) =~ s/\s*\n\s*/ /g;
     ok($rc == 0 && $out =~ /Syntax OK/, "accepted in context: $one")
+        or diag("exit $rc: $out");
+}
+
+for my $case (@bad_other) {
+    my ($line, $token) = @$case;
+    my ($directive) = $line =~ /(SndbufTune\w+)/;
+    my ($rc, $out) = check($line);
+    chomp $out;
+    (my $one = $line) =~ s/\s*\n\s*/ /g;
+    ok($rc != 0 && index($out, $directive) >= 0 && index($out, $token) >= 0,
+       "'$one' rejected, message names $directive and '$token'")
+        or diag("exit $rc: $out");
+}
+
+for my $line (@good_other) {
+    my ($rc, $out) = check($line);
+    chomp $out;
+    ok($rc == 0 && $out =~ /Syntax OK/, "'$line' accepted")
         or diag("exit $rc: $out");
 }
