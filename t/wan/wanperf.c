@@ -1,0 +1,378 @@
+/*
+ * wanperf.c -- tiny measuring tools for the WAN lab self-test.
+ *
+ *   wanperf source --bind ADDR [--port N] [--time S] [--sndbuf N] [--cc NAME]
+ *       Listen, accept one connection, send zeros until the peer closes
+ *       its side (or S seconds pass), then print the sender's TCP_INFO.
+ *   wanperf sink --connect ADDR [--port N] --time S [--warmup S]
+ *                [--interval S]
+ *       Connect (retrying while refused, up to 5 s), receive for S seconds,
+ *       print total bytes and the goodput between t=warmup and t=S, where
+ *       t=0 is the first byte received.
+ *   wanperf rtt --connect ADDR [--port N] [--count N] [--interval-ms N]
+ *               [--timeout-ms N]
+ *       Round-trip time of a TCP SYN answered by a RST (connect() to a
+ *       closed port: no server needed).  Exit 0 if any probe was answered.
+ *
+ * Results are key=value lines on stdout.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/tcp.h>
+
+#define BUFSZ (256 * 1024)
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "wanperf: %s: %s\n", what, strerror(errno));
+    exit(1);
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: wanperf source --bind ADDR [--port N] [--time S] "
+            "[--sndbuf N] [--cc NAME]\n"
+            "       wanperf sink --connect ADDR [--port N] --time S "
+            "[--warmup S] [--interval S]\n"
+            "       wanperf rtt --connect ADDR [--port N] [--count N] "
+            "[--interval-ms N] [--timeout-ms N]\n");
+    exit(2);
+}
+
+struct opts {
+    const char *addr;
+    const char *cc;
+    int port;
+    double time;
+    double warmup;
+    double interval;
+    int sndbuf;
+    int count;
+    int interval_ms;
+    int timeout_ms;
+};
+
+static void make_addr(const struct opts *o, struct sockaddr_in *sa)
+{
+    memset(sa, 0, sizeof(*sa));
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons(o->port);
+    if (!o->addr || inet_pton(AF_INET, o->addr, &sa->sin_addr) != 1) {
+        fprintf(stderr, "wanperf: need an IPv4 address\n");
+        exit(2);
+    }
+}
+
+static int do_source(const struct opts *o)
+{
+    struct sockaddr_in sa;
+    struct tcp_info ti;
+    socklen_t tl = sizeof(ti);
+    static char buf[BUFSZ];
+    unsigned long long sent = 0;
+    int one = 1, ls, s, v;
+    socklen_t vl = sizeof(v);
+    double t0, end;
+
+    make_addr(o, &sa);
+    ls = socket(AF_INET, SOCK_STREAM, 0);
+    if (ls < 0) {
+        die("socket");
+    }
+    setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(ls, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        die("bind");
+    }
+    if (listen(ls, 1) < 0) {
+        die("listen");
+    }
+    s = accept(ls, NULL, NULL);
+    if (s < 0) {
+        die("accept");
+    }
+    close(ls);
+    if (o->sndbuf > 0
+        && setsockopt(s, SOL_SOCKET, SO_SNDBUF, &o->sndbuf,
+                      sizeof(o->sndbuf)) < 0) {
+        die("SO_SNDBUF");
+    }
+    if (o->cc && setsockopt(s, IPPROTO_TCP, TCP_CONGESTION, o->cc,
+                            strlen(o->cc)) < 0) {
+        die("TCP_CONGESTION");
+    }
+    t0 = now_s();
+    end = t0 + o->time;
+    for (;;) {
+        struct pollfd pf = { .fd = s, .events = POLLIN | POLLOUT };
+        int left = (int)((end - now_s()) * 1000);
+
+        if (left <= 0) {
+            break;
+        }
+        if (poll(&pf, 1, left) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            die("poll");
+        }
+        if (pf.revents & (POLLIN | POLLERR | POLLHUP)) {
+            break;              /* the sink is done */
+        }
+        if (pf.revents & POLLOUT) {
+            ssize_t n = send(s, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL);
+
+            if (n > 0) {
+                sent += (unsigned long long)n;
+            }
+            else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                break;
+            }
+        }
+    }
+    memset(&ti, 0, sizeof(ti));
+    getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &tl);
+    getsockopt(s, SOL_SOCKET, SO_SNDBUF, &v, &vl);
+    printf("src_bytes=%llu\n", sent);
+    printf("src_seconds=%.3f\n", now_s() - t0);
+    printf("src_mss=%u\n", ti.tcpi_snd_mss);
+    printf("src_total_retrans=%u\n", ti.tcpi_total_retrans);
+    printf("src_min_rtt_us=%u\n", ti.tcpi_min_rtt);
+    printf("src_snd_cwnd=%u\n", ti.tcpi_snd_cwnd);
+    printf("src_sndbuf=%d\n", v);
+    printf("src_busy_us=%llu\n", (unsigned long long)ti.tcpi_busy_time);
+    printf("src_sndbuf_limited_us=%llu\n",
+           (unsigned long long)ti.tcpi_sndbuf_limited);
+    printf("src_rwnd_limited_us=%llu\n",
+           (unsigned long long)ti.tcpi_rwnd_limited);
+    close(s);
+    return 0;
+}
+
+static int connect_retry(const struct sockaddr_in *sa)
+{
+    double give_up = now_s() + 5;
+
+    for (;;) {
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+
+        if (s < 0) {
+            die("socket");
+        }
+        if (connect(s, (const struct sockaddr *)sa, sizeof(*sa)) == 0) {
+            return s;
+        }
+        if (errno != ECONNREFUSED || now_s() > give_up) {
+            die("connect");
+        }
+        close(s);
+        usleep(50000);
+    }
+}
+
+static int do_sink(const struct opts *o)
+{
+    struct sockaddr_in sa;
+    static char buf[BUFSZ];
+    unsigned long long total = 0, b0 = 0, b1 = 0, bi = 0;
+    double t0 = 0, tw = 0, t1 = 0, ti = 0;
+    int s, started = 0, inwin = 0;
+
+    make_addr(o, &sa);
+    s = connect_retry(&sa);
+    for (;;) {
+        ssize_t n = recv(s, buf, sizeof(buf), 0);
+        double t = now_s();
+
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            die("recv");
+        }
+        if (n == 0) {
+            break;
+        }
+        if (!started) {
+            started = 1;
+            t0 = ti = t;
+        }
+        if (!inwin && t - t0 >= o->warmup) {
+            inwin = 1;
+            tw = t;
+            b0 = total;         /* bytes before this read */
+        }
+        total += (unsigned long long)n;
+        if (o->interval > 0 && t - ti >= o->interval) {
+            fprintf(stderr, "t=%.1f mbit=%.3f\n", t - t0,
+                    (total - bi) * 8 / (t - ti) / 1e6);
+            ti = t;
+            bi = total;
+        }
+        t1 = t;
+        b1 = total;
+        if (t - t0 >= o->time) {
+            break;
+        }
+    }
+    printf("sink_bytes=%llu\n", total);
+    printf("sink_seconds=%.3f\n", t1 - t0);
+    if (inwin && t1 > tw) {
+        printf("sink_window_s=%.3f\n", t1 - tw);
+        printf("sink_window_bytes=%llu\n", b1 - b0);
+        printf("sink_goodput_bps=%.0f\n", (b1 - b0) * 8 / (t1 - tw));
+    }
+    else {
+        printf("sink_goodput_bps=0\n");
+    }
+    fflush(stdout);
+    /* let the source see our FIN, read its TCP_INFO and close first */
+    shutdown(s, SHUT_WR);
+    {
+        double give_up = now_s() + 10;
+
+        while (now_s() < give_up) {
+            struct pollfd pf = { .fd = s, .events = POLLIN };
+
+            if (poll(&pf, 1, 200) > 0 && recv(s, buf, sizeof(buf), 0) <= 0) {
+                break;
+            }
+        }
+    }
+    close(s);
+    return 0;
+}
+
+static int do_rtt(const struct opts *o)
+{
+    struct sockaddr_in sa;
+    double sum = 0, min = 1e9, max = 0;
+    int i, got = 0;
+
+    make_addr(o, &sa);
+    for (i = 0; i < o->count; i++) {
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        struct pollfd pf;
+        double t0, dt;
+        int r;
+
+        if (s < 0) {
+            die("socket");
+        }
+        if (i > 0) {
+            usleep(o->interval_ms * 1000);
+        }
+        t0 = now_s();
+        r = connect(s, (struct sockaddr *)&sa, sizeof(sa));
+        if (r < 0 && errno != EINPROGRESS && errno != ECONNREFUSED) {
+            die("connect");
+        }
+        if (r < 0 && errno == EINPROGRESS) {
+            pf.fd = s;
+            pf.events = POLLOUT;
+            r = poll(&pf, 1, o->timeout_ms);
+            if (r <= 0) {
+                close(s);
+                continue;       /* no answer within the timeout */
+            }
+        }
+        dt = now_s() - t0;
+        close(s);
+        got++;
+        sum += dt;
+        min = dt < min ? dt : min;
+        max = dt > max ? dt : max;
+    }
+    printf("rtt_samples=%d\n", got);
+    printf("rtt_lost=%d\n", o->count - got);
+    if (got) {
+        printf("rtt_min_us=%.0f\n", min * 1e6);
+        printf("rtt_avg_us=%.0f\n", sum / got * 1e6);
+        printf("rtt_max_us=%.0f\n", max * 1e6);
+    }
+    return got ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {
+        .port = 5001, .time = 10, .warmup = 0, .count = 5,
+        .interval_ms = 100, .timeout_ms = 2000,
+    };
+    int i;
+
+    if (argc < 2) {
+        usage();
+    }
+    for (i = 2; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (!v) {
+            usage();
+        }
+        i++;
+        if (!strcmp(k, "--bind") || !strcmp(k, "--connect")) {
+            o.addr = v;
+        }
+        else if (!strcmp(k, "--port")) {
+            o.port = atoi(v);
+        }
+        else if (!strcmp(k, "--time")) {
+            o.time = atof(v);
+        }
+        else if (!strcmp(k, "--warmup")) {
+            o.warmup = atof(v);
+        }
+        else if (!strcmp(k, "--interval")) {
+            o.interval = atof(v);
+        }
+        else if (!strcmp(k, "--sndbuf")) {
+            o.sndbuf = atoi(v);
+        }
+        else if (!strcmp(k, "--cc")) {
+            o.cc = v;
+        }
+        else if (!strcmp(k, "--count")) {
+            o.count = atoi(v);
+        }
+        else if (!strcmp(k, "--interval-ms")) {
+            o.interval_ms = atoi(v);
+        }
+        else if (!strcmp(k, "--timeout-ms")) {
+            o.timeout_ms = atoi(v);
+        }
+        else {
+            usage();
+        }
+    }
+    if (!strcmp(argv[1], "source")) {
+        return do_source(&o);
+    }
+    if (!strcmp(argv[1], "sink")) {
+        return do_sink(&o);
+    }
+    if (!strcmp(argv[1], "rtt")) {
+        return do_rtt(&o);
+    }
+    usage();
+    return 2;
+}

@@ -1,0 +1,906 @@
+/*
+ * wanrelay.c -- the packet relay of the WAN lab (t/wan/wanlab).
+ *
+ * Opens one TUN device in each of two network namespaces (the server side
+ * "s" and the client side "c") and moves IPv4 packets between them,
+ * applying per direction, in this order:
+ *
+ *   1. bottleneck rate: a packet of L bytes (IP length) occupies the link
+ *      for L*8/rate seconds; it starts when the link is free;
+ *   2. drop-tail queue limited in bytes: the backlog is the number of bytes
+ *      whose serialisation has not finished yet; a packet that would make
+ *      it exceed the limit is dropped (a packet reaching an empty link is
+ *      always accepted);
+ *   3. random loss: a serialised packet is lost "on the wire" with the
+ *      given probability (it used link time, it is not delivered);
+ *   4. one-way propagation delay: the packet is written to the other TUN
+ *      device when its serialisation has finished plus the delay.
+ *
+ * Packets leave in FIFO order per direction.  Timing is CLOCK_MONOTONIC;
+ * one epoll loop waits on both TUN devices and a signalfd, with a timeout
+ * set to the earliest pending delivery (epoll_pwait2, or a timerfd armed at
+ * that absolute time where the kernel lacks it), and blocks indefinitely
+ * when nothing is pending.  A packet written later than its due time by
+ * more than the "late" threshold is counted as late, so a relay that falls
+ * behind says so.
+ *
+ * Only IPv4 packets whose source and destination are in 198.18.0.0/15 are
+ * relayed; everything else is dropped and counted ("filtered").
+ *
+ * Counters live in a small shared file (--stats FILE, mmap'ed) that
+ * "wanrelay --print-stats FILE" turns into key=value lines.
+ *
+ * This program is driven by t/wan/wanlab; its options are internal.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <net/if.h>
+#include <linux/if_tun.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+
+#define STATS_MAGIC "WANLAB01"
+#define HDR_SIZE 16                     /* struct pkt, keeps 16-byte alignment */
+#define WRAP_MARK 0xffffffffu           /* pkt.len of a ring wrap marker */
+#define RX_BATCH 64                     /* reads per device per loop turn */
+#define TX_BATCH 256                    /* writes per direction per turn */
+#define RING_MIN (4u << 20)
+#define RING_MAX ((size_t)1 << 30)
+#define RING_UNSHAPED (64u << 20)
+#define NSEC 1000000000LL
+
+/** One direction's counters, shared with --print-stats. */
+struct dstats {
+    uint64_t rx_packets;        /**< read from the ingress TUN */
+    uint64_t rx_bytes;
+    uint64_t tx_packets;        /**< written to the egress TUN */
+    uint64_t tx_bytes;
+    uint64_t drop_queue;        /**< drop-tail: queue limit exceeded */
+    uint64_t drop_queue_bytes;
+    uint64_t drop_loss;         /**< random loss */
+    uint64_t drop_nobuf;        /**< relay buffer full (should stay 0) */
+    uint64_t drop_filter;       /**< not IPv4 198.18.0.0/15 */
+    uint64_t write_errors;
+    uint64_t late;              /**< written > late_ns after due time */
+    uint64_t late_sum_ns;       /**< sum of lateness over all packets */
+    uint64_t late_max_ns;
+    uint64_t queue_peak_bytes;  /**< highest backlog seen, incl. new packet */
+    int64_t link_free_ns;       /**< when the bottleneck is next idle */
+    uint64_t held_packets;      /**< in queue or in propagation right now */
+    uint64_t held_bytes;
+};
+
+/** The shared stats file. */
+struct stats {
+    char magic[8];
+    uint32_t size;
+    uint32_t running;
+    int64_t started_ns;
+    int64_t reset_ns;
+    uint64_t rate_bps;
+    uint64_t delay_ns;
+    uint64_t queue_bytes;
+    uint64_t loss_ppb;
+    uint64_t mtu;
+    uint64_t late_ns;
+    uint64_t ring_bytes;
+    uint64_t seed;
+    uint64_t rt_prio;
+    uint64_t wakeups;
+    uint64_t timer_wakeups;
+    struct dstats d[2];
+};
+
+/** A packet in a ring, followed by its data. */
+struct pkt {
+    uint32_t len;
+    uint32_t pad;
+    int64_t due;
+};
+
+/** FIFO of variable-length packets in one contiguous buffer. */
+struct ring {
+    unsigned char *buf;
+    size_t cap;
+    size_t head;
+    size_t tail;
+    size_t used;
+};
+
+struct dir {
+    const char *name;
+    int in_fd;
+    int out_fd;
+    int readable;
+    struct ring ring;
+    int64_t link_free;
+    uint64_t ser_rem;
+    struct dstats *st;
+};
+
+static struct stats *S;
+static uint64_t rng_state;
+static FILE *log_fp;
+
+static void logmsg(const char *fmt, ...)
+{
+    va_list ap;
+    FILE *f = log_fp ? log_fp : stderr;
+
+    fprintf(f, "wanrelay: ");
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+    fflush(f);
+}
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    FILE *f = log_fp ? log_fp : stderr;
+
+    fprintf(f, "wanrelay: ");
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+    exit(1);
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * NSEC + ts.tv_nsec;
+}
+
+static uint64_t rng_next(void)
+{
+    /* xorshift64* */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545F4914F6CDD1DULL;
+}
+
+static size_t align16(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
+
+/* ---- ring ---------------------------------------------------------- */
+
+static void ring_init(struct ring *r, size_t cap)
+{
+    r->cap = align16(cap);
+    r->buf = mmap(NULL, r->cap, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r->buf == MAP_FAILED) {
+        die("cannot map %zu bytes of packet buffer: %s", r->cap,
+            strerror(errno));
+    }
+    r->head = r->tail = r->used = 0;
+}
+
+/* Contiguous room for a packet of up to need bytes (header included). */
+static struct pkt *ring_reserve(struct ring *r, size_t need)
+{
+    if (r->used == 0) {
+        r->head = r->tail = 0;
+    }
+    if (r->tail >= r->head && r->used < r->cap) {
+        if (r->cap - r->tail >= need) {
+            return (struct pkt *)(r->buf + r->tail);
+        }
+        if (r->head >= need) {
+            ((struct pkt *)(r->buf + r->tail))->len = WRAP_MARK;
+            r->used += r->cap - r->tail;
+            r->tail = 0;
+            return (struct pkt *)r->buf;
+        }
+        return NULL;
+    }
+    if (r->tail < r->head && r->head - r->tail >= need) {
+        return (struct pkt *)(r->buf + r->tail);
+    }
+    return NULL;
+}
+
+static void ring_commit(struct ring *r, uint32_t len)
+{
+    size_t sz = align16(HDR_SIZE + len);
+
+    r->tail += sz;
+    r->used += sz;
+    if (r->tail == r->cap) {
+        r->tail = 0;
+    }
+}
+
+static struct pkt *ring_peek(struct ring *r)
+{
+    while (r->used > 0) {
+        struct pkt *p = (struct pkt *)(r->buf + r->head);
+
+        if (p->len != WRAP_MARK) {
+            return p;
+        }
+        r->used -= r->cap - r->head;
+        r->head = 0;
+    }
+    return NULL;
+}
+
+static void ring_pop(struct ring *r, uint32_t len)
+{
+    size_t sz = align16(HDR_SIZE + len);
+
+    r->head += sz;
+    r->used -= sz;
+    if (r->head == r->cap) {
+        r->head = 0;
+    }
+}
+
+/* ---- the link ------------------------------------------------------ */
+
+/* Relay only IPv4 within 198.18.0.0/15 (both addresses). */
+static int packet_allowed(const unsigned char *p, ssize_t n)
+{
+    if (n < 20 || (p[0] >> 4) != 4) {
+        return 0;
+    }
+    return p[12] == 198 && (p[13] & 0xfe) == 18
+        && p[16] == 198 && (p[17] & 0xfe) == 18;
+}
+
+/* Bytes not yet serialised at time now. */
+static uint64_t backlog_bytes(const struct dir *d, int64_t now)
+{
+    unsigned __int128 x;
+
+    if (S->rate_bps == 0 || d->link_free <= now) {
+        return 0;
+    }
+    x = (unsigned __int128)(d->link_free - now) * S->rate_bps;
+    return (uint64_t)((x + 8 * NSEC - 1) / (8 * NSEC));
+}
+
+static void enqueue(struct dir *d, struct pkt *p, uint32_t len, int64_t now)
+{
+    struct dstats *st = d->st;
+    int64_t start = d->link_free > now ? d->link_free : now;
+    uint64_t backlog = backlog_bytes(d, now);
+
+    if (backlog > 0 && backlog + len > S->queue_bytes) {
+        st->drop_queue++;
+        st->drop_queue_bytes += len;
+        return;
+    }
+    if (S->rate_bps) {
+        uint64_t t = (uint64_t)len * 8 * NSEC + d->ser_rem;
+
+        start += (int64_t)(t / S->rate_bps);
+        d->ser_rem = t % S->rate_bps;
+    }
+    d->link_free = start;
+    st->link_free_ns = start;
+    if (backlog + len > st->queue_peak_bytes) {
+        st->queue_peak_bytes = backlog + len;
+    }
+    if (S->loss_ppb
+        && ((rng_next() >> 32) * 1000000000ULL >> 32) < S->loss_ppb) {
+        st->drop_loss++;
+        return;
+    }
+    p->len = len;
+    p->due = start + (int64_t)S->delay_ns;
+    ring_commit(&d->ring, len);
+    st->held_packets++;
+    st->held_bytes += len;
+}
+
+/* Read up to RX_BATCH packets; returns 0 when the device is drained. */
+static int rx(struct dir *d)
+{
+    size_t need = align16(HDR_SIZE + S->mtu);
+    static unsigned char scratch[65536];
+    int i;
+
+    for (i = 0; i < RX_BATCH; i++) {
+        struct pkt *p = ring_reserve(&d->ring, need);
+        unsigned char *buf = p ? (unsigned char *)(p + 1) : scratch;
+        ssize_t n = read(d->in_fd, buf, S->mtu);
+
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                return 0;
+            }
+            if (errno == EINTR) {
+                continue;
+            }
+            die("%s: read from TUN: %s", d->name, strerror(errno));
+        }
+        if (n == 0) {
+            return 0;
+        }
+        d->st->rx_packets++;
+        d->st->rx_bytes += (uint64_t)n;
+        if (!p) {
+            d->st->drop_nobuf++;
+        }
+        else if (!packet_allowed(buf, n)) {
+            d->st->drop_filter++;
+        }
+        else {
+            enqueue(d, p, (uint32_t)n, now_ns());
+        }
+    }
+    return 1;
+}
+
+/* Write out the packets that are due. Returns the next due time. */
+static int64_t tx(struct dir *d)
+{
+    struct dstats *st = d->st;
+    struct pkt *p;
+    int i;
+
+    for (i = 0; i < TX_BATCH && (p = ring_peek(&d->ring)); i++) {
+        int64_t now = now_ns();
+        uint64_t late;
+        ssize_t n;
+
+        if (p->due > now) {
+            return p->due;
+        }
+        late = (uint64_t)(now - p->due);
+        n = write(d->out_fd, p + 1, p->len);
+        if (n < 0) {
+            st->write_errors++;
+        }
+        else {
+            st->tx_packets++;
+            st->tx_bytes += p->len;
+        }
+        st->late_sum_ns += late;
+        if (late > S->late_ns) {
+            st->late++;
+        }
+        if (late > st->late_max_ns) {
+            st->late_max_ns = late;
+        }
+        st->held_packets--;
+        st->held_bytes -= p->len;
+        ring_pop(&d->ring, p->len);
+    }
+    p = ring_peek(&d->ring);
+    return p ? p->due : INT64_MAX;
+}
+
+static void reset_counters(struct dir *dirs)
+{
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        struct dstats *st = dirs[i].st;
+        uint64_t hp = st->held_packets, hb = st->held_bytes;
+        int64_t lf = st->link_free_ns;
+
+        memset(st, 0, sizeof(*st));
+        st->held_packets = hp;
+        st->held_bytes = hb;
+        st->link_free_ns = lf;
+    }
+    S->wakeups = S->timer_wakeups = 0;
+    S->reset_ns = now_ns();
+}
+
+/*
+ * Wait for the TUN devices, the signals, or the next due time.  The due
+ * time is an epoll_pwait2() timeout (nanoseconds, CLOCK_MONOTONIC); on
+ * kernels without it, a timerfd armed at the absolute due time.
+ */
+struct waiter {
+    int ep;
+    int tfd;                    /* -1 while epoll_pwait2 works */
+    int64_t armed;              /* timerfd: absolute expiry armed, 0 if none */
+};
+
+static int wait_events(struct waiter *w, struct epoll_event *evs, int max,
+                       int64_t next)
+{
+    if (w->tfd < 0) {
+        struct timespec ts, *tp = NULL;
+        int n;
+
+        if (next != INT64_MAX) {
+            int64_t d = next - now_ns();
+
+            if (d < 0) {
+                d = 0;
+            }
+            ts.tv_sec = d / NSEC;
+            ts.tv_nsec = d % NSEC;
+            tp = &ts;
+        }
+        n = epoll_pwait2(w->ep, evs, max, tp, NULL);
+        if (n == 0) {
+            S->timer_wakeups++;
+        }
+        if (n >= 0 || errno != ENOSYS) {
+            return n;
+        }
+        /* no epoll_pwait2: fall back to a timerfd from now on */
+        w->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        if (w->tfd < 0) {
+            die("timerfd_create: %s", strerror(errno));
+        }
+        evs[0].events = EPOLLIN;
+        evs[0].data.u32 = 2;
+        epoll_ctl(w->ep, EPOLL_CTL_ADD, w->tfd, &evs[0]);
+        w->armed = 0;
+    }
+    if (next != w->armed) {
+        struct itimerspec its;
+
+        memset(&its, 0, sizeof(its));
+        if (next != INT64_MAX) {
+            its.it_value.tv_sec = next / NSEC;
+            its.it_value.tv_nsec = next % NSEC;
+        }
+        /* next == INT64_MAX disarms: epoll then blocks until a read */
+        if (timerfd_settime(w->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
+            die("timerfd_settime: %s", strerror(errno));
+        }
+        w->armed = next == INT64_MAX ? 0 : next;
+    }
+    return epoll_wait(w->ep, evs, max, -1);
+}
+
+static void run(struct dir *dirs, int sfd)
+{
+    struct waiter w = { .ep = epoll_create1(EPOLL_CLOEXEC), .tfd = -1 };
+    struct epoll_event ev;
+    int64_t next = INT64_MAX;
+    int i;
+
+    if (w.ep < 0) {
+        die("epoll_create1: %s", strerror(errno));
+    }
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    ev.data.u32 = 0;
+    epoll_ctl(w.ep, EPOLL_CTL_ADD, dirs[0].in_fd, &ev);
+    ev.data.u32 = 1;
+    epoll_ctl(w.ep, EPOLL_CTL_ADD, dirs[1].in_fd, &ev);
+    ev.data.u32 = 3;
+    epoll_ctl(w.ep, EPOLL_CTL_ADD, sfd, &ev);
+
+    for (;;) {
+        struct epoll_event evs[8];
+        int64_t nx;
+        int n = wait_events(&w, evs, 8, next);
+
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            die("epoll_wait: %s", strerror(errno));
+        }
+        S->wakeups++;
+        for (i = 0; i < n; i++) {
+            uint32_t k = evs[i].data.u32;
+
+            if (k < 2) {
+                dirs[k].readable = 1;
+            }
+            else if (k == 2) {
+                uint64_t exp;
+
+                if (read(w.tfd, &exp, sizeof(exp)) > 0) {
+                    S->timer_wakeups++;
+                }
+                w.armed = 0;    /* consumed: must be re-armed */
+            }
+            else {
+                struct signalfd_siginfo si;
+
+                if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                    if (si.ssi_signo == SIGUSR1) {
+                        reset_counters(dirs);
+                    }
+                    else {
+                        logmsg("signal %u, stopping", si.ssi_signo);
+                        return;
+                    }
+                }
+            }
+        }
+        /* deliver what is due first: reading may take a while */
+        tx(&dirs[0]);
+        tx(&dirs[1]);
+        for (i = 0; i < 2; i++) {
+            if (dirs[i].readable) {
+                dirs[i].readable = rx(&dirs[i]);
+            }
+        }
+        next = tx(&dirs[0]);
+        nx = tx(&dirs[1]);
+        if (nx < next) {
+            next = nx;
+        }
+        /* a device left readable (batch limit) is reported again at once:
+         * epoll is level-triggered */
+    }
+}
+
+/* ---- set-up ---------------------------------------------------------- */
+
+static int open_tun(const char *ns, const char *dev)
+{
+    char path[PATH_MAX];
+    struct ifreq ifr;
+    int nsfd, fd;
+
+    snprintf(path, sizeof(path), "/run/netns/%s", ns);
+    nsfd = open(path, O_RDONLY | O_CLOEXEC);
+    if (nsfd < 0) {
+        die("cannot open network namespace %s: %s", path, strerror(errno));
+    }
+    if (setns(nsfd, CLONE_NEWNET) < 0) {
+        die("setns(%s): %s", path, strerror(errno));
+    }
+    close(nsfd);
+    /* the TUN device is created in the namespace current at open() */
+    fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        die("open /dev/net/tun: %s", strerror(errno));
+    }
+    memset(&ifr, 0, sizeof(ifr));
+    ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+    snprintf(ifr.ifr_name, IFNAMSIZ, "%s", dev);
+    if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+        die("TUNSETIFF %s in %s: %s", dev, ns, strerror(errno));
+    }
+    return fd;
+}
+
+static uint64_t parse_u64(const char *opt, const char *s)
+{
+    char *end;
+    unsigned long long v;
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-') {
+        die("%s: not a non-negative integer: '%s'", opt, s);
+    }
+    return v;
+}
+
+static void stats_print(const char *file)
+{
+    int fd = open(file, O_RDONLY);
+    struct stats st;
+    int64_t now = now_ns();
+    int i;
+
+    if (fd < 0) {
+        die("%s: %s", file, strerror(errno));
+    }
+    if (read(fd, &st, sizeof(st)) != (ssize_t)sizeof(st)
+        || memcmp(st.magic, STATS_MAGIC, 8) || st.size != sizeof(st)) {
+        die("%s: not a wanrelay stats file (or another version)", file);
+    }
+    close(fd);
+    printf("relay_running=%u\n", st.running);
+    printf("uptime_s=%.3f\n", (now - st.started_ns) / 1e9);
+    printf("counters_since_s=%.3f\n", (now - st.reset_ns) / 1e9);
+    printf("rate_bps=%" PRIu64 "\n", st.rate_bps);
+    printf("one_way_delay_us=%.3f\n", st.delay_ns / 1e3);
+    printf("queue_bytes=%" PRIu64 "\n", st.queue_bytes);
+    printf("loss_pct=%.4f\n", st.loss_ppb / 1e7);
+    printf("mtu=%" PRIu64 "\n", st.mtu);
+    printf("late_threshold_us=%.1f\n", st.late_ns / 1e3);
+    printf("buffer_bytes_per_dir=%" PRIu64 "\n", st.ring_bytes);
+    printf("seed=%" PRIu64 "\n", st.seed);
+    printf("rt_prio=%" PRIu64 "\n", st.rt_prio);
+    printf("wakeups=%" PRIu64 "\n", st.wakeups);
+    printf("timer_wakeups=%" PRIu64 "\n", st.timer_wakeups);
+    for (i = 0; i < 2; i++) {
+        const struct dstats *d = &st.d[i];
+        const char *p = i == 0 ? "s2c" : "c2s";
+        uint64_t q = 0;
+
+        if (st.rate_bps && d->link_free_ns > now) {
+            q = (uint64_t)((unsigned __int128)(d->link_free_ns - now)
+                           * st.rate_bps / (8 * NSEC));
+        }
+        printf("%s_rx_packets=%" PRIu64 "\n", p, d->rx_packets);
+        printf("%s_rx_bytes=%" PRIu64 "\n", p, d->rx_bytes);
+        printf("%s_tx_packets=%" PRIu64 "\n", p, d->tx_packets);
+        printf("%s_tx_bytes=%" PRIu64 "\n", p, d->tx_bytes);
+        printf("%s_drops_queue=%" PRIu64 "\n", p, d->drop_queue);
+        printf("%s_drops_queue_bytes=%" PRIu64 "\n", p, d->drop_queue_bytes);
+        printf("%s_drops_loss=%" PRIu64 "\n", p, d->drop_loss);
+        printf("%s_drops_nobuf=%" PRIu64 "\n", p, d->drop_nobuf);
+        printf("%s_drops_filtered=%" PRIu64 "\n", p, d->drop_filter);
+        printf("%s_write_errors=%" PRIu64 "\n", p, d->write_errors);
+        printf("%s_late=%" PRIu64 "\n", p, d->late);
+        printf("%s_late_max_us=%.1f\n", p, d->late_max_ns / 1e3);
+        printf("%s_late_mean_us=%.1f\n", p, d->tx_packets + d->write_errors
+               ? d->late_sum_ns / 1e3 / (d->tx_packets + d->write_errors)
+               : 0.0);
+        printf("%s_queue_peak_bytes=%" PRIu64 "\n", p, d->queue_peak_bytes);
+        printf("%s_queue_now_bytes=%" PRIu64 "\n", p, q);
+        printf("%s_held_packets=%" PRIu64 "\n", p, d->held_packets);
+    }
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: wanrelay --server-ns NS --client-ns NS --dev NAME "
+            "--rate-bps N --delay-ns N\n"
+            "                --queue-bytes N --mtu N --late-ns N "
+            "--stats FILE [--loss-ppb N] [--seed N]\n"
+            "                [--rt-prio N]\n"
+            "                [--pidfile FILE --log FILE]   "
+            "(daemonises when --pidfile is given)\n"
+            "       wanrelay --print-stats FILE\n"
+            "Internal tool of t/wan/wanlab; use that instead.\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *sns = NULL, *cns = NULL, *dev = NULL, *statsfile = NULL;
+    const char *pidfile = NULL, *logfile = NULL;
+    uint64_t rate = 0, delay = 0, queue = 0, loss = 0, mtu = 0, late = 0;
+    uint64_t seed = 0, rtprio = 0;
+    int have_rate = 0, have_delay = 0, have_queue = 0, have_late = 0;
+    struct dir dirs[2];
+    size_t ringcap;
+    sigset_t mask;
+    int i, fd, sfd, orig_ns, tun_s, tun_c;
+
+    for (i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (!strcmp(o, "--print-stats") && v) {
+            stats_print(v);
+            return 0;
+        }
+        if (i == 1) {
+            /* a daemon must not hold its caller's pipes (or locks) open */
+            closefrom(3);
+        }
+        if (!v) {
+            usage();
+        }
+        i++;
+        if (!strcmp(o, "--server-ns")) {
+            sns = v;
+        }
+        else if (!strcmp(o, "--client-ns")) {
+            cns = v;
+        }
+        else if (!strcmp(o, "--dev")) {
+            dev = v;
+        }
+        else if (!strcmp(o, "--stats")) {
+            statsfile = v;
+        }
+        else if (!strcmp(o, "--pidfile")) {
+            pidfile = v;
+        }
+        else if (!strcmp(o, "--log")) {
+            logfile = v;
+        }
+        else if (!strcmp(o, "--rate-bps")) {
+            rate = parse_u64(o, v);
+            have_rate = 1;
+        }
+        else if (!strcmp(o, "--delay-ns")) {
+            delay = parse_u64(o, v);
+            have_delay = 1;
+        }
+        else if (!strcmp(o, "--queue-bytes")) {
+            queue = parse_u64(o, v);
+            have_queue = 1;
+        }
+        else if (!strcmp(o, "--loss-ppb")) {
+            loss = parse_u64(o, v);
+        }
+        else if (!strcmp(o, "--mtu")) {
+            mtu = parse_u64(o, v);
+        }
+        else if (!strcmp(o, "--late-ns")) {
+            late = parse_u64(o, v);
+            have_late = 1;
+        }
+        else if (!strcmp(o, "--seed")) {
+            seed = parse_u64(o, v);
+        }
+        else if (!strcmp(o, "--rt-prio")) {
+            rtprio = parse_u64(o, v);
+        }
+        else {
+            usage();
+        }
+    }
+    if (!sns || !cns || !dev || !statsfile || !have_rate || !have_delay
+        || !have_queue || !have_late || !mtu) {
+        usage();
+    }
+    if (mtu < 576 || mtu > 65535) {
+        die("--mtu must be 576..65535");
+    }
+    if (loss > 1000000000ULL) {
+        die("--loss-ppb must be at most 1e9");
+    }
+    if (rtprio > 99) {
+        die("--rt-prio must be 0..99");
+    }
+    if (delay > 60 * NSEC) {
+        die("--delay-ns must be at most 60 s");
+    }
+
+    /* room for the queue plus one delay's worth of line-rate traffic,
+     * twice over for small packets (16-byte header each) */
+    {
+        double inflight = (double)rate / 8 * (double)delay / 1e9;
+        double cap = 2.0 * (queue + inflight) + 64.0 * (mtu + 32)
+            + (1 << 20);
+
+        if (rate == 0) {
+            /* no rate: what one delay holds at 10 Gbit/s, or more */
+            cap = 2.0 * 10e9 / 8 * (double)delay / 1e9 + RING_UNSHAPED;
+        }
+        ringcap = cap < RING_MIN ? RING_MIN
+            : cap > RING_MAX ? RING_MAX : (size_t)cap;
+    }
+
+    /* stats file */
+    fd = open(statsfile, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || ftruncate(fd, sizeof(struct stats)) < 0) {
+        die("%s: %s", statsfile, strerror(errno));
+    }
+    S = mmap(NULL, sizeof(struct stats), PROT_READ | PROT_WRITE, MAP_SHARED,
+             fd, 0);
+    if (S == MAP_FAILED) {
+        die("mmap %s: %s", statsfile, strerror(errno));
+    }
+    close(fd);
+    memset(S, 0, sizeof(*S));
+    memcpy(S->magic, STATS_MAGIC, 8);
+    S->size = sizeof(*S);
+    S->rate_bps = rate;
+    S->delay_ns = delay;
+    S->queue_bytes = queue;
+    S->loss_ppb = loss;
+    S->mtu = mtu;
+    S->late_ns = late;
+    S->ring_bytes = ringcap;
+    S->started_ns = S->reset_ns = now_ns();
+    if (!seed) {
+        seed = (uint64_t)S->started_ns ^ ((uint64_t)getpid() << 32);
+    }
+    S->seed = seed;
+    rng_state = seed ? seed : 1;
+
+    /* one TUN device in each namespace, then back home */
+    orig_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (orig_ns < 0) {
+        die("/proc/self/ns/net: %s", strerror(errno));
+    }
+    tun_s = open_tun(sns, dev);
+    tun_c = open_tun(cns, dev);
+    if (setns(orig_ns, CLONE_NEWNET) < 0) {
+        die("setns(back): %s", strerror(errno));
+    }
+    close(orig_ns);
+
+    memset(dirs, 0, sizeof(dirs));
+    dirs[0].name = "s2c";
+    dirs[0].in_fd = tun_s;
+    dirs[0].out_fd = tun_c;
+    dirs[0].st = &S->d[0];
+    dirs[1].name = "c2s";
+    dirs[1].in_fd = tun_c;
+    dirs[1].out_fd = tun_s;
+    dirs[1].st = &S->d[1];
+    for (i = 0; i < 2; i++) {
+        ring_init(&dirs[i].ring, ringcap);
+    }
+
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) {
+        die("signalfd: %s", strerror(errno));
+    }
+    /* wake up at the due time, not up to 50 us later */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+
+    if (pidfile) {
+        pid_t pid;
+        char tmp[PATH_MAX];
+        FILE *pf;
+
+        if (logfile) {
+            log_fp = fopen(logfile, "a");
+        }
+        pid = fork();
+        if (pid < 0) {
+            die("fork: %s", strerror(errno));
+        }
+        if (pid > 0) {
+            snprintf(tmp, sizeof(tmp), "%s.tmp", pidfile);
+            pf = fopen(tmp, "w");
+            if (!pf || fprintf(pf, "%d\n", (int)pid) < 0 || fclose(pf)
+                || rename(tmp, pidfile) < 0) {
+                kill(pid, SIGTERM);
+                die("cannot write %s: %s", pidfile, strerror(errno));
+            }
+            _exit(0);
+        }
+        setsid();
+        if (chdir("/") < 0) {
+            die("chdir /: %s", strerror(errno));
+        }
+        fd = open("/dev/null", O_RDWR);
+        if (fd >= 0) {
+            dup2(fd, 0);
+            dup2(fd, 1);
+            dup2(log_fp ? fileno(log_fp) : fd, 2);
+            if (fd > 2) {
+                close(fd);
+            }
+        }
+    }
+    /* a link does not wait for a busy CPU: with a real-time priority the
+     * relay preempts the servers and clients it carries traffic for */
+    if (rtprio) {
+        struct sched_param sp = { .sched_priority = (int)rtprio };
+
+        if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) < 0) {
+            logmsg("cannot use SCHED_FIFO %d (%s); running without",
+                   sp.sched_priority, strerror(errno));
+            rtprio = 0;
+        }
+    }
+    S->rt_prio = rtprio;
+    S->running = 1;
+    logmsg("running: rate %" PRIu64 " bit/s, one-way delay %" PRIu64
+           " ns, queue %" PRIu64 " bytes, loss %" PRIu64 " ppb, mtu %" PRIu64,
+           rate, delay, queue, loss, mtu);
+    run(dirs, sfd);
+    S->running = 0;
+    return 0;
+}
