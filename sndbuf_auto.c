@@ -33,12 +33,14 @@
 
 APLOG_USE_MODULE(sndbuf_tune);
 
-/* SO_SNDBUF = 3/2 x BDP.  Linux doubles the argument to cover skb
- * overhead, so the socket may hold 3 x BDP: one BDP in flight (BBR
- * probes at 1.25), one queued so the pipe never runs dry while the
- * worker is woken to refill it, and room for retransmissions. */
-#define SBT_AUTO_FACTOR_NUM     3
-#define SBT_AUTO_FACTOR_DEN     2
+/* SO_SNDBUF = 3 x BDP.  The congestion control must never be held back
+ * by the buffer: BBR's startup keeps 2.89 x BDP in flight and cannot
+ * even leave startup while send-buffer-limited (the kernel marks those
+ * samples app-limited); paced, MSS-sized skbs carry ~35% overhead; and
+ * Linux doubles the argument.  3 x BDP gives ~4.4 x BDP of payload.
+ * On the 30 Mbit/250 ms lab path 1.5, 2 and 2.5 left BBR stuck in
+ * startup, 3 did not (docs/auto.md). */
+#define SBT_AUTO_FACTOR         3
 
 /* Rate assumed before anything is measured: 10 Mbit/s.  A guess that
  * is too low costs a few doublings; one too high pins memory. */
@@ -138,8 +140,7 @@ static int sbt_auto_clamp(apr_uint64_t v, const sbt_decision_t *d,
 
 static apr_uint64_t sbt_auto_bdp_size(apr_uint64_t rate, apr_uint32_t rtt_us)
 {
-    return rate * rtt_us / 1000000 * SBT_AUTO_FACTOR_NUM
-           / SBT_AUTO_FACTOR_DEN;
+    return rate * rtt_us / 1000000 * SBT_AUTO_FACTOR;
 }
 
 /**
@@ -253,6 +254,8 @@ static void sbt_auto_look(request_rec *r, sbt_auto_ctx_t *ctx)
                       limited ? ", send-buffer-limited" : "", cur, next,
                       why ? ", " : "", why ? why : "", done,
                       ctx->st->effective);
+        /* Keep the notes current: an aborted response never sees EOS. */
+        sbt_auto_notes(r, ctx);
     }
     else if (ctx->d.tune.rate && from_data) {
         /* A configured rate and a data-based RTT: nothing will move. */
@@ -386,12 +389,12 @@ const char *sbt_auto_start(request_rec *r, sbt_req_t *rq, int shared,
     }
     sbt_auto_notes(r, ctx);
     return apr_psprintf(r->pool, "rtt %uus%s x rate %" APR_UINT64_T_FMT
-                        " B/s (%s) x %d/%d = %d%s%s; %s", ctx->rtt_us,
+                        " B/s (%s) x %d = %d%s%s; %s", ctx->rtt_us,
                         from_data ? "" : " (handshake)", ctx->rate,
                         rq->d.tune.rate ? "configured"
                         : rq->st->rate_estimate ? "measured earlier"
                         : "starting assumption",
-                        SBT_AUTO_FACTOR_NUM, SBT_AUTO_FACTOR_DEN, *asked,
+                        SBT_AUTO_FACTOR, *asked,
                         why ? ", " : "", why ? why : "", done);
 }
 
