@@ -95,10 +95,13 @@ APLOG_USE_MODULE(sndbuf_tune);
 /* Counters                                                         */
 /* ---------------------------------------------------------------- */
 
-/* Where 64-bit atomics are lock-free (every 64-bit target, and 32-bit
- * x86 and ARMv7), a counter is one word.  Otherwise it is two 32-bit
- * halves: the carry out of the low half is added to the high half
- * right after, so the stored total is always right, but a reader
+/* The counters are shared by processes, so only lock-free atomics will
+ * do (a mutex inside one process protects nothing here).  Where gcc or
+ * clang has lock-free 64-bit atomics (64-bit targets, i686, ARMv7), a
+ * counter is one word.  Otherwise it is two 32-bit halves added with
+ * APR's 32-bit atomics, which are the CPU's atomic instructions where
+ * APR has them: the carry out of the low half is added to the high
+ * half right after, so the stored total is always right, but a reader
  * racing that carry can see one value 2^32 short.  Define
  * SBT_STATUS_SPLIT_COUNTERS to build the second form anywhere. */
 #if !defined(SBT_STATUS_SPLIT_COUNTERS) && defined(__GCC_ATOMIC_LLONG_LOCK_FREE) \
