@@ -27,7 +27,7 @@ deps:
 
 test: deps
 	$(MAKE) all
-	t/run
+	t/all
 
 demo: deps
 	$(MAKE) all

@@ -12,7 +12,7 @@
  * at the start of a response, from TCP_INFO's RTT and the configured
  * SndbufTuneBandwidth (or, until measured, SBT_AUTO_START_RATE), then
  * follows the connection during the response: an output filter cuts it
- * into chunks of half the buffer, flushes each (so control comes back
+ * into chunks of 1/8 of the buffer, flushes each (so control comes back
  * while the data is still going out), and at most once per RTT re-reads
  * TCP_INFO and moves the buffer toward FACTOR x delivery rate x min RTT.
  * While the kernel reports the connection send-buffer-limited the
@@ -54,8 +54,12 @@ APLOG_USE_MODULE(sndbuf_tune);
 /* Never look more often than this, even on loopback. */
 #define SBT_AUTO_MIN_INTERVAL   apr_time_from_msec(1)
 
-/* Smallest chunk between two looks, so tiny buffers cost few flushes. */
-#define SBT_AUTO_MIN_CHUNK      (64 * 1024)
+/* The response is cut into chunks of 1/8 of the buffer (about a third
+ * of the BDP at FACTOR 3, Linux doubling), so a look comes about once an
+ * RTT even for a slow flow; never smaller than this, to bound the
+ * number of flushes. */
+#define SBT_AUTO_CHUNK_SHIFT    3
+#define SBT_AUTO_MIN_CHUNK      (16 * 1024)
 
 /* Send-buffer-limited for more than 1/8 of an interval means grow. */
 #define SBT_AUTO_LIMITED_SHIFT  3
@@ -98,8 +102,8 @@ static apr_uint32_t sbt_auto_rtt(const sbt_tcp_info_t *ti, int *from_data)
 }
 
 /** Peak-hold with decay: a flow's delivery rate drops whenever it is
- *  briefly starved, so follow rises at once and falls by a quarter of
- *  the gap per look.  App-limited samples only ever raise it. */
+ *  briefly starved, so follow rises at once and falls by half the gap
+ *  per look.  App-limited samples only ever raise it. */
 static apr_uint64_t sbt_auto_estimate(apr_uint64_t est,
                                       const sbt_tcp_info_t *ti)
 {
@@ -111,7 +115,7 @@ static apr_uint64_t sbt_auto_estimate(apr_uint64_t est,
     if (ti->app_limited) {
         return est;
     }
-    return est - (est - sample) / 4;
+    return est - (est - sample) / 2;
 }
 
 static int sbt_auto_clamp(apr_uint64_t v, const sbt_decision_t *d,
@@ -147,10 +151,10 @@ static apr_uint64_t sbt_auto_bdp_size(apr_uint64_t rate, apr_uint32_t rtt_us)
  * The control law: the next SO_SNDBUF for a connection now at @a cur.
  * Grows at least twofold while send-buffer-limited (measured mode
  * only: a configured rate is trusted), shrinks at most by half a look
- * and never below what the socket already holds.
+ * and never below the data in flight, which only an ACK can release.
  */
 static int sbt_auto_next(const sbt_auto_ctx_t *ctx, int cur, int limited,
-                         apr_uint64_t queued, apr_uint32_t mss,
+                         apr_uint64_t in_flight, apr_uint32_t mss,
                          const char **why)
 {
     apr_uint64_t next = sbt_auto_bdp_size(ctx->rate, ctx->rtt_us);
@@ -160,8 +164,8 @@ static int sbt_auto_next(const sbt_auto_ctx_t *ctx, int cur, int limited,
     }
     if (next < (apr_uint64_t)cur) {
         apr_uint64_t floor = (apr_uint64_t)cur / 2;
-        if (floor < queued) {
-            floor = queued;
+        if (floor < in_flight) {
+            floor = in_flight;
         }
         if (next < floor) {
             next = floor < (apr_uint64_t)cur ? floor : (apr_uint64_t)cur;
@@ -178,7 +182,7 @@ static int sbt_auto_worth_it(int cur, int next)
 
 static void sbt_auto_set_chunk(sbt_auto_ctx_t *ctx)
 {
-    ctx->chunk = ctx->st->effective / 2;
+    ctx->chunk = ctx->st->effective >> SBT_AUTO_CHUNK_SHIFT;
     if (ctx->chunk < SBT_AUTO_MIN_CHUNK) {
         ctx->chunk = SBT_AUTO_MIN_CHUNK;
     }
@@ -206,7 +210,7 @@ static void sbt_auto_look(request_rec *r, sbt_auto_ctx_t *ctx)
 {
     sbt_tcp_info_t ti;
     apr_time_t now = apr_time_now();
-    apr_uint64_t queued;
+    apr_uint64_t in_flight;
     int rv, from_data, limited, cur, next;
     const char *why;
 
@@ -227,7 +231,7 @@ static void sbt_auto_look(request_rec *r, sbt_auto_ctx_t *ctx)
               && ((ti.sndbuf_limited_us - ctx->limited_us)
                   << SBT_AUTO_LIMITED_SHIFT)
                  > (apr_uint64_t)(now - ctx->last_look);
-    queued = (apr_uint64_t)ti.unacked * ti.snd_mss + ti.notsent_bytes;
+    in_flight = (apr_uint64_t)ti.unacked * ti.snd_mss;
     ctx->limited_us = ti.sndbuf_limited_us;
     ctx->last_look = now;
     ctx->next_look = now + (ti.rtt_us > SBT_AUTO_MIN_INTERVAL
@@ -237,7 +241,7 @@ static void sbt_auto_look(request_rec *r, sbt_auto_ctx_t *ctx)
         return;
     }
     cur = sbt_auto_current(ctx->st);
-    next = sbt_auto_next(ctx, cur, limited, queued, ti.snd_mss, &why);
+    next = sbt_auto_next(ctx, cur, limited, in_flight, ti.snd_mss, &why);
     if (why) {
         sbt_req_t *rq = sbt_req_get(r);
         if (rq) {
