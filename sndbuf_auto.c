@@ -42,9 +42,12 @@ APLOG_USE_MODULE(sndbuf_tune);
  * startup, 3 did not (docs/auto.md). */
 #define SBT_AUTO_FACTOR         3
 
-/* Rate assumed before anything is measured: 10 Mbit/s.  A guess that
- * is too low costs a few doublings; one too high pins memory. */
-#define SBT_AUTO_START_RATE     (10000000 / 8)
+/* Rate assumed before anything is measured: 1 Mbit/s.  httpd fills
+ * whatever buffer it gets at once, and a flow that then gets little of
+ * a shared bottleneck holds that data for seconds, so the guess errs
+ * low: a flow that needs more is send-buffer-limited and doubles each
+ * RTT, as fast as slow start grows its window. */
+#define SBT_AUTO_START_RATE     (1000000 / 8)
 
 /* Never fewer than this many segments (x2 by Linux): with a buffer
  * below a few MSS every write waits for a delayed ACK.  Loopback's
