@@ -275,8 +275,9 @@ static void sbt_auto_look(request_rec *r, sbt_auto_ctx_t *ctx)
 }
 
 /**
- * The first bucket past @a limit bytes, splitting one if needed;
- * the sentinel when the brigade is shorter.  Buckets of unknown length
+ * The first bucket past @a left bytes, splitting one if needed (then
+ * @a left becomes 0); the sentinel when the brigade is shorter (then
+ * @a left keeps what is missing).  Buckets of unknown length
  * (pipes, sockets) count as empty: reading them here would block.
  */
 static apr_bucket *sbt_auto_cut(apr_bucket_brigade *bb, apr_off_t *left)
