@@ -1,0 +1,163 @@
+# Issue 4's proof of `SndbufTune auto`, over the WAN lab: 20 Mbit/s, 100 ms
+# RTT (BDP = 20e6/8 x 0.1 = 250000 bytes). Apache in the server namespace,
+# curl in the client namespace; the kernel's view is ss -tmi in the server
+# namespace, sampled while each download runs.
+# FACTOR is the one docs/auto.md states (the law: SO_SNDBUF = FACTOR x rate
+# x RTT; Linux doubles it):
+#   configured (SndbufTuneBandwidth 20mbit): the kernel's buffer (ss tb) is
+#     within +-25% of 2 x FACTOR x BDP;
+#   measured (no bandwidth configured), a long download: it ends with tb
+#     within +-25% of 2 x FACTOR x the measured BDP (ss delivery_rate x ss
+#     minrtt), and once tuned (tb inside that band) the connection spent
+#     <= 10% of its busy time send-buffer-limited;
+#   both: the access-log notes agree with ss (SNDBUF_TUNE_EFFECTIVE == the
+#     last tb, == 2 x REQUESTED; RTT_US within 5% of ss minrtt; BW_BPS the
+#     configured rate, or within 25% of ss's delivery rate; RETUNES at least
+#     the number of size changes ss saw);
+#   every download completes intact (length and SHA-256).
+# Sizes and kernel state only; no wall-clock assertions. Needs root and
+# /dev/net/tun (skips otherwise; fails instead when $CI is set).
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use File::Temp ();
+use Test::More;
+use SndbufTune::WanLab qw(plan_lab_or_skip sha256_file tb_changes median
+                          rel_diff auto_factor);
+
+plan_lab_or_skip();
+my $so = SndbufTune::WanLab::module_so();
+BAIL_OUT("$so not built (run make)") unless -f $so;
+
+plan tests => 3;
+
+use constant RATE_BPS => 20_000_000;
+use constant RTT_MS => 100;
+use constant BAND => 0.25;
+my $BDP = RATE_BPS / 8 * RTT_MS / 1000;
+my $FACTOR = auto_factor();
+my %size = (configured => 6 << 20, measured => 16 << 20);
+
+my $lab = SndbufTune::WanLab->up(rtt_ms => RTT_MS, rate_mbit => RATE_BPS / 1e6);
+diag(($lab->{up_text} =~ s/\s+$//r));
+diag("FACTOR = $FACTOR (docs/auto.md)");
+my $srv = $lab->server(name => 'auto', log_level => 'info sndbuf_tune:trace1',
+                       body => <<'EOF');
+<VirtualHost 198.18.0.1:80>
+    ServerName configured.test
+    SndbufTune auto
+    SndbufTuneBandwidth 20mbit
+</VirtualHost>
+<VirtualHost 198.18.0.1:80>
+    ServerName measured.test
+    SndbufTune auto
+</VirtualHost>
+EOF
+my %sha = map { $_ => $srv->add_random_file("/$_.bin", $size{$_}) } keys %size;
+ok($srv->start, 'apache2 answers from the client namespace')
+    or BAIL_OUT($srv->{error});
+
+my $tmp = File::Temp->new(TEMPLATE => '/tmp/sbt-auto-XXXXXX');
+
+sub fetch_intact {
+    my ($name) = @_;
+    my $d = $lab->download(url => $srv->url("/$name.bin"), host => "$name.test",
+                           out => $tmp->filename, max_time => 120,
+                           interval => 0.1);
+    my $r = $d->{res};
+    is($r->{http_code}, 200, 'status 200') or diag(explain($r));
+    is($r->{size_download}, $size{$name}, 'whole body received');
+    is(sha256_file($tmp->filename), $sha{$name}, 'SHA-256 of the body');
+    cmp_ok(scalar @{ $d->{ss} }, '>=', 10, 'ss saw the server socket while '
+           . 'the download ran (' . scalar(@{ $d->{ss} }) . ' samples)');
+    diag("tb seen: " . join(' ', tb_changes($d->{ss})));
+    return $d;
+}
+
+sub band_ok {
+    my ($got, $want, $what) = @_;
+    my $lo = int($want * (1 - BAND));
+    my $hi = int($want * (1 + BAND));
+    ok($got >= $lo && $got <= $hi,
+       sprintf('%s: tb %d within +-25%% of %d [%d, %d] (%+.0f%%)', $what,
+               $got, $want, $lo, $hi, 100 * ($got - $want) / $want));
+}
+
+# The access-log notes against what ss showed.
+sub notes_agree {
+    my ($d, %want) = @_;
+    my $e = $srv->access_entry_for($d->{port});
+    ok($e, 'access-log entry for the download') or return;
+    my $last = $d->{ss}[-1][1];
+    is($e->{policy}, 'auto', 'logged policy auto');
+    is($e->{effective}, $last->{tb},
+       'SNDBUF_TUNE_EFFECTIVE == tb in the last ss sample');
+    is($e->{effective}, 2 * ($e->{requested} // 0),
+       'SNDBUF_TUNE_EFFECTIVE == 2 x SNDBUF_TUNE_REQUESTED');
+    my $minrtt = $last->{minrtt_us};
+    ok(defined $e->{rtt_us} && rel_diff($e->{rtt_us}, $minrtt) <= 0.05,
+       "SNDBUF_TUNE_RTT_US $e->{rtt_us} within 5% of ss minrtt ${minrtt}us");
+    if (defined $want{bw_bps}) {
+        is($e->{bw_bps}, $want{bw_bps}, "SNDBUF_TUNE_BW_BPS == $want{bw_bps}");
+    }
+    else {
+        ok(defined $e->{bw_bps}
+           && rel_diff($e->{bw_bps}, $want{delivery_bps}) <= 0.25,
+           "SNDBUF_TUNE_BW_BPS $e->{bw_bps} within 25% of ss delivery rate "
+           . int($want{delivery_bps}));
+    }
+    my $changes = tb_changes($d->{ss}) - 1;
+    cmp_ok($e->{retunes} // -1, '>=', $changes,
+           "SNDBUF_TUNE_RETUNES ($e->{retunes}) >= size changes ss saw "
+           . "($changes)");
+    cmp_ok($e->{retunes} // -1, '>=', $want{min_retunes},
+           "SNDBUF_TUNE_RETUNES >= $want{min_retunes}")
+        if $want{min_retunes};
+    return $e;
+}
+
+subtest 'configured: SndbufTuneBandwidth 20mbit' => sub {
+    my $d = fetch_intact('configured');
+    my $want = 2 * $FACTOR * $BDP;
+    my $last = $d->{ss}[-1][1];
+    band_ok($last->{tb}, $want, "last sample, 2 x $FACTOR x BDP");
+    # once data was acknowledged (the RTT comes from data, not the handshake)
+    my @acked = grep { ($_->[1]{bytes_acked} // 0) > 0 } @{ $d->{ss} };
+    my @out = grep { rel_diff($_->[1]{tb}, $want) > BAND } @acked;
+    is(scalar @out, 0, 'every sample after the first ACK within the band')
+        or diag(join ' ', map { "t=$_->[0]:tb=$_->[1]{tb}" } @out[0 .. 4]);
+    notes_agree($d, bw_bps => RATE_BPS);
+};
+
+subtest 'measured: no SndbufTuneBandwidth, a long download' => sub {
+    my $d = fetch_intact('measured');
+    my @ss = @{ $d->{ss} };
+    my $last = $ss[-1][1];
+    # the measured BDP: ss delivery_rate (median over the last third of the
+    # download, the tail sample excluded) x ss minrtt
+    my @tail = @ss[int(@ss * 2 / 3) .. $#ss - 1];
+    my $rate = median(map { $_->[1]{delivery_rate} } @tail);
+    my $bdp = $rate / 8 * $last->{minrtt_us} / 1e6;
+    diag(sprintf 'measured: delivery_rate %.2f Mbit/s x minrtt %.1f ms = '
+         . 'BDP %d bytes', $rate / 1e6, $last->{minrtt_us} / 1000, $bdp);
+    my $want = 2 * $FACTOR * $bdp;
+    band_ok($last->{tb}, $want,
+            "end of the download, 2 x $FACTOR x measured BDP");
+    # tuned: from the first sample inside the band
+    my ($i) = grep { rel_diff($ss[$_][1]{tb}, $want) <= BAND } 0 .. $#ss;
+    ok(defined $i && $i < @ss * 2 / 3,
+       sprintf 'tuned (tb in the band) by t=%.1fs, within the first two '
+       . 'thirds of the download', defined $i ? $ss[$i][0] : -1);
+    $i //= $#ss;
+    my ($a0, $a1) = ($ss[$i][1], $last);
+    my $busy = $a1->{busy_ms} - $a0->{busy_ms};
+    my $lim = $a1->{sndbuf_limited_ms} - $a0->{sndbuf_limited_ms};
+    ok($busy > 0 && $lim <= 0.10 * $busy,
+       "once tuned: send-buffer-limited $lim ms of $busy ms busy (<= 10%)");
+    notes_agree($d, delivery_bps => $rate, min_retunes => 1);
+};
+
+$srv->stop;
+$lab->down;
