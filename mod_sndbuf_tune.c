@@ -149,6 +149,7 @@ static void sbt_note_response(request_rec *r, const sbt_req_t *rq,
         sbt_sock_get_sndbuf(rq->st->fd, &rq->st->effective);
     }
     o->effective = rq->st->fd >= 0 ? rq->st->effective : -1;
+    sbt_auto_finish(r, rq);
     sbt_note_num(r, SBT_NOTE_LIMITED_MS, limited < 0 ? -1 : limited / 1000);
     sbt_note_num(r, SBT_NOTE_DELIVERY, delivery);
     sbt_note_num(r, SBT_NOTE_MIN_RTT, min_rtt);

@@ -261,8 +261,6 @@ static void sbt_auto_look(request_rec *r, sbt_auto_ctx_t *ctx)
                       limited ? ", send-buffer-limited" : "", cur, next,
                       why ? ", " : "", why ? why : "", done,
                       ctx->st->effective);
-        /* Keep the notes current: an aborted response never sees EOS. */
-        sbt_auto_notes(r, ctx);
     }
     else if (ctx->d.tune.rate && from_data) {
         /* A configured rate and a data-based RTT: nothing will move. */
@@ -331,7 +329,6 @@ static apr_status_t sbt_auto_filter(ap_filter_t *f, apr_bucket_brigade *bb)
     }
     if (!APR_BRIGADE_EMPTY(bb)
         && APR_BUCKET_IS_EOS(APR_BRIGADE_LAST(bb))) {
-        sbt_auto_notes(f->r, ctx);
         ap_remove_output_filter(f);
     }
     return ap_pass_brigade(f->next, bb);
@@ -395,6 +392,7 @@ const char *sbt_auto_start(request_rec *r, sbt_req_t *rq, int shared,
         ap_add_output_filter_handle(sbt_auto_filter_handle, ctx, r,
                                     r->connection);
     }
+    rq->auto_ctx = ctx;
     sbt_auto_notes(r, ctx);
     return apr_psprintf(r->pool, "rtt %uus%s x rate %" APR_UINT64_T_FMT
                         " B/s (%s) x %d = %d%s%s; %s", ctx->rtt_us,
@@ -404,6 +402,13 @@ const char *sbt_auto_start(request_rec *r, sbt_req_t *rq, int shared,
                         : "starting assumption",
                         SBT_AUTO_FACTOR, *asked,
                         why ? ", " : "", why ? why : "", done);
+}
+
+void sbt_auto_finish(request_rec *r, const sbt_req_t *rq)
+{
+    if (rq->auto_ctx) {
+        sbt_auto_notes(r, rq->auto_ctx);
+    }
 }
 
 void sbt_auto_register_hooks(void)

@@ -133,6 +133,8 @@ typedef struct {
     int clamped;
     /** Socket calls that failed, for the status page. */
     int failures;
+    /** auto's state during the response (sndbuf_auto.c), or NULL. */
+    void *auto_ctx;
 } sbt_req_t;
 
 /** What became of one request, for the status page's counters. */
@@ -196,6 +198,8 @@ void sbt_status_register_hooks(void);
  *  what was done, for the debug log. */
 const char *sbt_auto_start(request_rec *r, sbt_req_t *rq, int shared,
                            int *asked);
+/** auto's notes as they stand at the end of the response. */
+void sbt_auto_finish(request_rec *r, const sbt_req_t *rq);
 void sbt_auto_register_hooks(void);
 
 #endif /* SNDBUF_TUNE_H */

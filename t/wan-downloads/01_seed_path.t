@@ -8,7 +8,8 @@
 #              send-buffer-limited (sndbuf_limited > 0, >= 25% of busy time);
 #       unset: tb grew, beyond 32768, and sndbuf_limited stayed small
 #              (<= 10% of busy time);
-#   - the access log's notes say the same (policy, requested, effective).
+#   - the access log's notes say the same (policy, requested, effective,
+#     and SNDBUF_TUNE_SNDBUF_LIMITED_MS: > 0 for 16k, ~0 for unset).
 # No wall-clock assertions. Needs root and /dev/net/tun (skips otherwise;
 # fails instead of skipping when $CI is set).
 use strict;
@@ -87,6 +88,13 @@ subtest 'SndbufTune 16k over 30 Mbit/s, 250 ms' => sub {
     is($e->{policy}, 'fixed', 'logged policy fixed');
     is($e->{requested}, 16384, 'logged requested 16384');
     is($e->{effective}, $want, "logged effective $want (as ss showed)");
+    # issue 5: the module's own account of the time the buffer held the
+    # response back, against the kernel's figure for the same socket
+    diag("logged SNDBUF_TUNE_SNDBUF_LIMITED_MS $e->{limited_ms}, ss "
+         . "sndbuf_limited $last->{sndbuf_limited_ms} ms in the last sample");
+    cmp_ok($e->{limited_ms}, '>', 0, 'logged SNDBUF_TUNE_SNDBUF_LIMITED_MS > 0');
+    cmp_ok($e->{limited_ms}, '>=', 0.8 * $last->{sndbuf_limited_ms},
+           'logged limited time >= 80% of what ss showed during the download');
 };
 
 subtest 'SndbufTune unset over 30 Mbit/s, 250 ms' => sub {
@@ -103,6 +111,10 @@ subtest 'SndbufTune unset over 30 Mbit/s, 250 ms' => sub {
            'send-buffer-limited for <= 10% of the busy time');
     my $e = $srv->access_entry_for($d->{port});
     is($e && $e->{policy}, 'unset', 'logged policy unset');
+    diag("logged SNDBUF_TUNE_SNDBUF_LIMITED_MS " . ($e && $e->{limited_ms}));
+    like($e && $e->{limited_ms}, qr/^\d+$/, 'logged limited time is a number');
+    cmp_ok($e && $e->{limited_ms}, '<=', 0.10 * $last->{busy_ms},
+           'logged limited time ~0: <= 10% of the busy time ss showed');
 };
 
 $srv->stop;
