@@ -64,9 +64,17 @@ static void sbt_apply(request_rec *r, const sbt_decision_t *d,
         done = "no socket, nothing done";
     }
     else {
-        /* The baseline for this response's figures (log_transaction);
-         * on failure valid stays 0 and every figure reads "-". */
-        sbt_sock_tcp_info(rq->st->fd, &rq->start);
+        /* The baseline for this response's figures (log_transaction):
+         * where the previous response on this connection ended, as an
+         * idle keep-alive connection adds nothing, else a fresh read
+         * (on failure valid stays 0 and every figure reads "-").
+         * HTTP/2 streams overlap, so they always read. */
+        if (shared || !rq->st->last_end.valid) {
+            sbt_sock_tcp_info(rq->st->fd, &rq->start);
+        }
+        else {
+            rq->start = rq->st->last_end;
+        }
         if (d->tune.policy == SBT_POLICY_FIXED) {
             asked = d->tune.size;
             done = sbt_apply_fixed(r, rq->st, asked, shared);
@@ -131,6 +139,7 @@ static void sbt_note_response(request_rec *r, const sbt_req_t *rq,
     apr_time_t elapsed = apr_time_now() - rq->started;
 
     if (rq->st->fd >= 0 && sbt_sock_tcp_info(rq->st->fd, &e) == 0) {
+        rq->st->last_end = e;
         if ((e.valid & s->valid & SBT_TI_CHRONO)) {
             limited = (apr_int64_t)(e.sndbuf_limited_us - s->sndbuf_limited_us);
             o->sndbuf_limited = limited * 10 > elapsed;

@@ -82,6 +82,7 @@ sbt_conn_t *sbt_conn_get(conn_rec *primary)
         st->requested = 0;
         st->effective = -1;
         st->rate_estimate = 0;
+        st->last_end.valid = 0;
         ap_set_module_config(primary->conn_config, &sndbuf_tune_module, st);
     }
     return st;

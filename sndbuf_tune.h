@@ -120,6 +120,9 @@ typedef struct {
     /** auto's measured rate (bytes/s), carried to the next request on
      *  a keep-alive connection; 0 = nothing measured yet. */
     apr_uint64_t rate_estimate;
+    /** TCP_INFO at the end of the previous response: the next one's
+     *  baseline, saving a system call; valid == 0 when there is none. */
+    sbt_tcp_info_t last_end;
 } sbt_conn_t;
 
 /** Per request that a policy applies to (r->request_config). */
