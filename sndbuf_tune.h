@@ -8,6 +8,8 @@
  * sndbuf_config.c     directives, their parsers and the merge rules
  * sndbuf_socket.c     applying a policy to a connection's socket
  * sndbuf_auto.c       "auto": sizing from RTT x bandwidth, re-tuning
+ * sndbuf_status.c     counters in shared memory (layout: sndbuf_status.h)
+ * sndbuf_status_page.c  the status page: HTML, ?auto, ?json, mod_status
  * sndbuf_kernel.c     socket options and sysctls (the only syscalls)
  *
  * Names shared between files carry the prefix sbt_ (sndbuf_tune).

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+
+/**
+ * @file  sndbuf_status.h
+ * @brief The status counters' shared-memory layout, for the two files
+ *        that use it: sndbuf_status.c (counting, the segment, the slot
+ *        map) and sndbuf_status_page.c (the page in its three formats).
+ */
+
+#ifndef SNDBUF_STATUS_H
+#define SNDBUF_STATUS_H
+
+#include "apr.h"
+#include "apr_atomic.h"
+
+#include "sndbuf_tune.h"
+
+#define SBT_STATUS_HANDLER      "sndbuf-tune-status"
+
+/* Named slots per table; slot SBT_STATUS_OTHER counts the rest. */
+#define SBT_STATUS_SLOTS        256
+#define SBT_STATUS_OTHER        SBT_STATUS_SLOTS
+#define SBT_STATUS_OTHER_NAME   "(other)"
+
+/* Room for a name, NUL included.  A longer one is stored as its start,
+ * "...#" and a 64-bit hash of the whole, so it stays unique. */
+#define SBT_NAME_LEN            256
+#define SBT_NAME_HASH_LEN       (4 + 16)
+
+/* Histogram of the effective send buffer (getsockopt SO_SNDBUF, what
+ * the kernel really holds: twice the setsockopt argument on Linux).
+ * Bucket 0 is below 4k; bucket i >= 1 counts sizes from 2^(11+i) to
+ * twice that, and the last, from 1g, has no upper bound.  One more
+ * bucket counts responses whose buffer was unknown (no policy applied,
+ * or no socket to ask). */
+#define SBT_HIST_FIRST_SHIFT    12
+#define SBT_HIST_LAST_SHIFT     30
+#define SBT_HIST_SIZES          (SBT_HIST_LAST_SHIFT - SBT_HIST_FIRST_SHIFT + 2)
+#define SBT_HIST_UNKNOWN        SBT_HIST_SIZES
+#define SBT_HIST_BUCKETS        (SBT_HIST_SIZES + 1)
+
+#define SBT_SHM_MAGIC           0x53425453u     /* "SBTS" */
+#define SBT_SHM_VERSION         1u
+
+/* The segment's address, in the process pool's userdata. */
+#define SBT_SHM_USERDATA        "mod_sndbuf_tune/status_shm"
+
+/* ---------------------------------------------------------------- */
+/* Counters                                                         */
+/* ---------------------------------------------------------------- */
+
+/* The counters are shared by processes, so only lock-free atomics will
+ * do (a mutex inside one process protects nothing here).  Where gcc or
+ * clang has lock-free 64-bit atomics (64-bit targets, i686, ARMv7), a
+ * counter is one word.  Otherwise it is two 32-bit halves added with
+ * APR's 32-bit atomics, which are the CPU's atomic instructions where
+ * APR has them: the carry out of the low half is added to the high
+ * half right after, so the stored total is always right, but a reader
+ * racing that carry can see one value 2^32 short.  Define
+ * SBT_STATUS_SPLIT_COUNTERS to build the second form anywhere. */
+#if !defined(SBT_STATUS_SPLIT_COUNTERS) && defined(__GCC_ATOMIC_LLONG_LOCK_FREE) \
+    && __GCC_ATOMIC_LLONG_LOCK_FREE == 2 && defined(__ATOMIC_RELAXED)
+
+typedef apr_uint64_t sbt_counter_t;
+
+static APR_INLINE void sbt_add(sbt_counter_t *c, apr_uint64_t v)
+{
+    __atomic_fetch_add(c, v, __ATOMIC_RELAXED);
+}
+
+static APR_INLINE apr_uint64_t sbt_get(sbt_counter_t *c)
+{
+    return __atomic_load_n(c, __ATOMIC_RELAXED);
+}
+
+#else
+
+typedef struct {
+    apr_uint32_t lo;
+    apr_uint32_t hi;
+} sbt_counter_t;
+
+static APR_INLINE void sbt_add(sbt_counter_t *c, apr_uint64_t v)
+{
+    apr_uint32_t lo = (apr_uint32_t)v, hi = (apr_uint32_t)(v >> 32);
+
+    /* apr_atomic_add32 returns the old value: a sum below it wrapped. */
+    if (lo && apr_atomic_add32(&c->lo, lo) > APR_UINT32_MAX - lo) {
+        hi++;
+    }
+    if (hi) {
+        apr_atomic_add32(&c->hi, hi);
+    }
+}
+
+static APR_INLINE apr_uint64_t sbt_get(sbt_counter_t *c)
+{
+    apr_uint32_t hi, lo;
+
+    do {
+        hi = apr_atomic_read32(&c->hi);
+        lo = apr_atomic_read32(&c->lo);
+    } while (hi != apr_atomic_read32(&c->hi));
+    return ((apr_uint64_t)hi << 32) | lo;
+}
+
+#endif
+
+/* The counters of a slot.  The first four are indexed by sbt_policy_e. */
+enum {
+    SBT_F_NONE,
+    SBT_F_UNSET,
+    SBT_F_FIXED,
+    SBT_F_AUTO,
+    SBT_F_BYTES,
+    SBT_F_LIMITED,
+    SBT_F_CLAMPED,
+    SBT_F_FAILURES,
+    SBT_F_COUNT
+};
+
+
+typedef struct {
+    sbt_counter_t v[SBT_F_COUNT];
+    sbt_counter_t hist[SBT_HIST_BUCKETS];
+} sbt_counters_t;
+
+typedef struct {
+    /** NUL-terminated; written by the parent only. */
+    char name[SBT_NAME_LEN];
+    /** Last generation whose configuration names this slot; 0: free. */
+    apr_uint32_t seen_gen;
+    sbt_counters_t c;
+} sbt_slot_t;
+
+typedef struct {
+    /** What made the segment: a graceful restart into a build with
+     *  another layout must not use it. */
+    apr_uint32_t magic;
+    apr_uint32_t version;
+    apr_size_t size;
+    /** Configurations loaded since the segment was created. */
+    apr_uint32_t generation;
+    /** When the counters were last zeroed (start, full restart). */
+    apr_time_t since;
+    sbt_slot_t vhost[SBT_STATUS_SLOTS + 1];
+    sbt_slot_t rule[SBT_STATUS_SLOTS + 1];
+} sbt_shm_t;
+
+/* Set in post_config, inherited by the children.  NULL: no segment, so
+ * nothing is counted and the page answers 503. */
+extern sbt_shm_t *sbt_shm;
+/** The generation this process was configured in. */
+extern apr_uint32_t sbt_my_gen;
+
+/** The smallest size histogram bucket @a i counts. */
+apr_uint64_t sbt_bucket_min(int i);
+
+/** The handler and mod_status's section (sndbuf_status_page.c). */
+void sbt_status_page_register_hooks(void);
+
+#endif /* SNDBUF_STATUS_H */

@@ -1,0 +1,579 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+
+/*
+ * sndbuf_status_page.c: the status page (SetHandler sndbuf-tune-status)
+ * in HTML, ?auto (mod_status's "Key: value" style) and ?json, and a
+ * summary on mod_status's own page.  The counters it reads are kept by
+ * sndbuf_status.c; sndbuf_status.h has their layout.
+ */
+
+#include "httpd.h"
+#include "http_config.h"
+#include "http_core.h"
+#include "http_log.h"
+#include "http_protocol.h"
+
+#include "apr_optional_hooks.h"
+#include "apr_strings.h"
+
+#include "mod_status.h"
+
+#include "sndbuf_status.h"
+
+APLOG_USE_MODULE(sndbuf_tune);
+
+/* Their names in each format; docs/status.md explains them. */
+static const struct {
+    const char *key;            /**< ?auto, after the slot's prefix */
+    const char *json;           /**< ?json member */
+    const char *title;          /**< HTML column */
+} sbt_fields[SBT_F_COUNT] = {
+    {"RequestsNone",       "requests_none",       "none"},
+    {"RequestsUnset",      "requests_unset",      "unset"},
+    {"RequestsFixed",      "requests_fixed",      "fixed"},
+    {"RequestsAuto",       "requests_auto",       "auto"},
+    {"BytesSent",          "bytes_sent",          "bytes sent"},
+    {"SndbufLimited",      "sndbuf_limited",      "send-buffer-limited"},
+    {"Clamped",            "clamped",             "clamped"},
+    {"SetsockoptFailures", "setsockopt_failures", "setsockopt failures"}
+};
+
+/* ---------------------------------------------------------------- */
+/* Reading                                                          */
+/* ---------------------------------------------------------------- */
+
+/** One slot's counters as read, for one page. */
+typedef struct {
+    int slot;
+    const char *name;
+    /** Named by the configuration of the process that serves the page. */
+    int configured;
+    apr_uint64_t v[SBT_F_COUNT];
+    apr_uint64_t hist[SBT_HIST_BUCKETS];
+} sbt_view_t;
+
+static void sbt_read_slot(apr_pool_t *p, sbt_slot_t *s, int slot,
+                          sbt_view_t *v)
+{
+    char name[SBT_NAME_LEN];
+    int i;
+
+    v->slot = slot;
+    /* The parent may be renaming a departed slot right now: copy at
+     * most the buffer, whose last byte is never written. */
+    apr_cpystrn(name, slot == SBT_STATUS_OTHER ? SBT_STATUS_OTHER_NAME
+                                               : s->name, sizeof(name));
+    v->name = apr_pstrdup(p, name);
+    v->configured = s->seen_gen == sbt_my_gen;
+    for (i = 0; i < SBT_F_COUNT; i++) {
+        v->v[i] = sbt_get(&s->c.v[i]);
+    }
+    for (i = 0; i < SBT_HIST_BUCKETS; i++) {
+        v->hist[i] = sbt_get(&s->c.hist[i]);
+    }
+}
+
+/** The slots in use in @a table: named ones, and "(other)" if anything
+ *  maps or was counted there. */
+static apr_array_header_t *sbt_read_table(apr_pool_t *p, sbt_slot_t *table)
+{
+    apr_array_header_t *views = apr_array_make(p, 16, sizeof(sbt_view_t));
+    int i, j;
+
+    for (i = 0; i <= SBT_STATUS_OTHER; i++) {
+        sbt_view_t *v;
+        apr_uint64_t any = 0;
+
+        if (!table[i].seen_gen && i != SBT_STATUS_OTHER) {
+            continue;
+        }
+        v = apr_array_push(views);
+        sbt_read_slot(p, &table[i], i, v);
+        if (i == SBT_STATUS_OTHER && !table[i].seen_gen) {
+            for (j = SBT_F_NONE; j <= SBT_F_AUTO; j++) {
+                any += v->v[j];
+            }
+            if (!any) {
+                apr_array_pop(views);
+            }
+        }
+    }
+    return views;
+}
+
+/** Every vhost slot added up: each request counts in exactly one. */
+static void sbt_read_totals(apr_pool_t *p, sbt_view_t *total)
+{
+    apr_array_header_t *views = sbt_read_table(p, sbt_shm->vhost);
+    const sbt_view_t *v = (const sbt_view_t *)views->elts;
+    int i, j;
+
+    memset(total, 0, sizeof(*total));
+    for (i = 0; i < views->nelts; i++) {
+        for (j = 0; j < SBT_F_COUNT; j++) {
+            total->v[j] += v[i].v[j];
+        }
+        for (j = 0; j < SBT_HIST_BUCKETS; j++) {
+            total->hist[j] += v[i].hist[j];
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- */
+/* ?auto: mod_status's "Key: value" lines                           */
+/* ---------------------------------------------------------------- */
+
+/** A name on one line: control characters become '?'. */
+static const char *sbt_one_line(apr_pool_t *p, const char *s)
+{
+    char *o = apr_pstrdup(p, s), *c;
+
+    for (c = o; *c; c++) {
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+            *c = '?';
+        }
+    }
+    return o;
+}
+
+static void sbt_auto_kernel(request_rec *r, const char *prefix)
+{
+    const sbt_kernel_t *k = &sbt_kernel;
+
+    ap_rprintf(r, "%sKernelWmemMax: %u\n", prefix, k->wmem_max);
+    ap_rprintf(r, "%sKernelTcpWmem: %u %u %u\n", prefix, k->tcp_wmem[0],
+               k->tcp_wmem[1], k->tcp_wmem[2]);
+    ap_rprintf(r, "%sKernelSoBufLock: %d\n", prefix, k->has_buf_lock ? 1 : 0);
+    ap_rprintf(r, "%sKernelTcpInfo: %d\n", prefix, k->has_tcp_info ? 1 : 0);
+}
+
+static void sbt_auto_counters(request_rec *r, const char *prefix,
+                              const sbt_view_t *v)
+{
+    int i;
+
+    for (i = 0; i < SBT_F_COUNT; i++) {
+        ap_rprintf(r, "%s%s: %" APR_UINT64_T_FMT "\n", prefix,
+                   sbt_fields[i].key, v->v[i]);
+    }
+    ap_rprintf(r, "%sEffectiveUnknown: %" APR_UINT64_T_FMT "\n", prefix,
+               v->hist[SBT_HIST_UNKNOWN]);
+    for (i = 0; i < SBT_HIST_SIZES; i++) {
+        ap_rprintf(r, "%sEffective%" APR_UINT64_T_FMT ": %" APR_UINT64_T_FMT
+                   "\n", prefix, sbt_bucket_min(i), v->hist[i]);
+    }
+}
+
+static void sbt_auto_table(request_rec *r, const char *what,
+                           sbt_slot_t *table)
+{
+    apr_array_header_t *views = sbt_read_table(r->pool, table);
+    const sbt_view_t *v = (const sbt_view_t *)views->elts;
+    int i;
+
+    for (i = 0; i < views->nelts; i++) {
+        const char *prefix = apr_psprintf(r->pool, "SndbufTune%s[%d]", what,
+                                          v[i].slot);
+
+        ap_rprintf(r, "%sName: %s\n", prefix,
+                   sbt_one_line(r->pool, v[i].name));
+        ap_rprintf(r, "%sConfigured: %d\n", prefix, v[i].configured);
+        sbt_auto_counters(r, prefix, &v[i]);
+    }
+}
+
+static void sbt_page_auto(request_rec *r)
+{
+    ap_rprintf(r, "SndbufTuneGeneration: %u\n", sbt_my_gen);
+    ap_rprintf(r, "SndbufTuneCountersSince: %" APR_TIME_T_FMT "\n",
+               apr_time_sec(sbt_shm->since));
+    ap_rprintf(r, "SndbufTuneSlots: %d\n", SBT_STATUS_SLOTS);
+    sbt_auto_kernel(r, "SndbufTune");
+    sbt_auto_table(r, "Vhost", sbt_shm->vhost);
+    sbt_auto_table(r, "Network", sbt_shm->rule);
+}
+
+/* ---------------------------------------------------------------- */
+/* ?json                                                            */
+/* ---------------------------------------------------------------- */
+
+/** Length of the well-formed UTF-8 sequence at @a s, 0 if there is
+ *  none (RFC 3629: no overlongs, surrogates or values past U+10FFFF). */
+static int sbt_utf8_len(const unsigned char *s)
+{
+    unsigned char lo = 0x80, hi = 0xbf;
+    int n, i;
+
+    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+        n = 2;
+    }
+    else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+        n = 3;
+        if (s[0] == 0xe0) {
+            lo = 0xa0;
+        }
+        else if (s[0] == 0xed) {
+            hi = 0x9f;
+        }
+    }
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+        n = 4;
+        if (s[0] == 0xf0) {
+            lo = 0x90;
+        }
+        else if (s[0] == 0xf4) {
+            hi = 0x8f;
+        }
+    }
+    else {
+        return 0;
+    }
+    if (s[1] < lo || s[1] > hi) {
+        return 0;
+    }
+    for (i = 2; i < n; i++) {
+        if (s[i] < 0x80 || s[i] > 0xbf) {
+            return 0;
+        }
+    }
+    return n;
+}
+
+/** @a s as a JSON string: quoted, escaped, and valid UTF-8 (a byte
+ *  that is not part of a well-formed sequence becomes U+FFFD). */
+static const char *sbt_json_str(apr_pool_t *p, const char *s)
+{
+    const unsigned char *c = (const unsigned char *)s;
+    char *o = apr_palloc(p, strlen(s) * 6 + 3), *w = o;
+    int n;
+
+    *w++ = '"';
+    while (*c) {
+        if (*c == '"' || *c == '\\') {
+            *w++ = '\\';
+            *w++ = (char)*c++;
+        }
+        else if (*c < 0x20) {
+            w += apr_snprintf(w, 7, "\\u%04x", (unsigned)*c++);
+        }
+        else if (*c < 0x80) {
+            *w++ = (char)*c++;
+        }
+        else if ((n = sbt_utf8_len(c)) > 0) {
+            memcpy(w, c, n);
+            w += n;
+            c += n;
+        }
+        else {
+            memcpy(w, "\\ufffd", 6);
+            w += 6;
+            c++;
+        }
+    }
+    *w++ = '"';
+    *w = '\0';
+    return o;
+}
+
+static void sbt_json_counters(request_rec *r, const sbt_view_t *v)
+{
+    int i;
+
+    for (i = 0; i < SBT_F_COUNT; i++) {
+        ap_rprintf(r, "\"%s\": %" APR_UINT64_T_FMT ", ", sbt_fields[i].json,
+                   v->v[i]);
+    }
+    ap_rprintf(r, "\"effective_sndbuf\": {\"unknown\": %" APR_UINT64_T_FMT,
+               v->hist[SBT_HIST_UNKNOWN]);
+    for (i = 0; i < SBT_HIST_SIZES; i++) {
+        ap_rprintf(r, ", \"%" APR_UINT64_T_FMT "\": %" APR_UINT64_T_FMT,
+                   sbt_bucket_min(i), v->hist[i]);
+    }
+    ap_rputs("}", r);
+}
+
+static void sbt_json_table(request_rec *r, sbt_slot_t *table)
+{
+    apr_array_header_t *views = sbt_read_table(r->pool, table);
+    const sbt_view_t *v = (const sbt_view_t *)views->elts;
+    int i;
+
+    ap_rputs("[", r);
+    for (i = 0; i < views->nelts; i++) {
+        ap_rprintf(r, "%s\n    {\"slot\": %d, \"name\": %s, "
+                   "\"configured\": %s, ", i ? "," : "", v[i].slot,
+                   sbt_json_str(r->pool, v[i].name),
+                   v[i].configured ? "true" : "false");
+        sbt_json_counters(r, &v[i]);
+        ap_rputs("}", r);
+    }
+    ap_rputs(views->nelts ? "\n  ]" : "]", r);
+}
+
+static void sbt_page_json(request_rec *r)
+{
+    const sbt_kernel_t *k = &sbt_kernel;
+    int i;
+
+    ap_rprintf(r, "{\n  \"generation\": %u,\n  \"counters_since\": %"
+               APR_TIME_T_FMT ",\n  \"slots\": %d,\n", sbt_my_gen,
+               apr_time_sec(sbt_shm->since), SBT_STATUS_SLOTS);
+    ap_rprintf(r, "  \"kernel\": {\"wmem_max\": %u, \"tcp_wmem\": "
+               "[%u, %u, %u], \"so_buf_lock\": %s, \"tcp_info\": %s},\n",
+               k->wmem_max, k->tcp_wmem[0], k->tcp_wmem[1], k->tcp_wmem[2],
+               k->has_buf_lock ? "true" : "false",
+               k->has_tcp_info ? "true" : "false");
+    ap_rputs("  \"effective_sndbuf_buckets\": [", r);
+    for (i = 0; i < SBT_HIST_SIZES; i++) {
+        ap_rprintf(r, "%s%" APR_UINT64_T_FMT, i ? ", " : "",
+                   sbt_bucket_min(i));
+    }
+    ap_rputs("],\n  \"vhosts\": ", r);
+    sbt_json_table(r, sbt_shm->vhost);
+    ap_rputs(",\n  \"networks\": ", r);
+    sbt_json_table(r, sbt_shm->rule);
+    ap_rputs("\n}\n", r);
+}
+
+/* ---------------------------------------------------------------- */
+/* HTML                                                             */
+/* ---------------------------------------------------------------- */
+
+/** 4096 -> "4k", for column heads. */
+static const char *sbt_size_label(apr_pool_t *p, apr_uint64_t bytes)
+{
+    if (bytes >= (1u << 30) && !(bytes % (1u << 30))) {
+        return apr_psprintf(p, "%" APR_UINT64_T_FMT "g", bytes >> 30);
+    }
+    if (bytes >= (1u << 20) && !(bytes % (1u << 20))) {
+        return apr_psprintf(p, "%" APR_UINT64_T_FMT "m", bytes >> 20);
+    }
+    if (bytes >= (1u << 10) && !(bytes % (1u << 10))) {
+        return apr_psprintf(p, "%" APR_UINT64_T_FMT "k", bytes >> 10);
+    }
+    return apr_psprintf(p, "%" APR_UINT64_T_FMT, bytes);
+}
+
+static const char *sbt_bucket_label(apr_pool_t *p, int i)
+{
+    if (i == SBT_HIST_UNKNOWN) {
+        return "unknown";
+    }
+    if (i == 0) {
+        return apr_pstrcat(p, "&lt; ", sbt_size_label(p, sbt_bucket_min(1)),
+                           NULL);
+    }
+    if (i == SBT_HIST_SIZES - 1) {
+        return apr_pstrcat(p, sbt_size_label(p, sbt_bucket_min(i)), " +",
+                           NULL);
+    }
+    return sbt_size_label(p, sbt_bucket_min(i));
+}
+
+static void sbt_html_kernel(request_rec *r)
+{
+    const sbt_kernel_t *k = &sbt_kernel;
+
+    ap_rprintf(r, "<table>\n<tr><th>net.core.wmem_max</th><td>%u</td></tr>\n"
+               "<tr><th>net.ipv4.tcp_wmem</th><td>%u %u %u</td></tr>\n"
+               "<tr><th>SO_BUF_LOCK</th><td>%s</td></tr>\n"
+               "<tr><th>TCP_INFO</th><td>%s</td></tr>\n</table>\n",
+               k->wmem_max, k->tcp_wmem[0], k->tcp_wmem[1], k->tcp_wmem[2],
+               k->has_buf_lock ? "available" : "missing",
+               k->has_tcp_info ? "available" : "missing");
+}
+
+static void sbt_html_name(request_rec *r, const sbt_view_t *v)
+{
+    ap_rprintf(r, "<tr><td class=\"n\">%s%s</td>",
+               ap_escape_html(r->pool, v->name),
+               v->configured ? "" : " <i>(not configured now)</i>");
+}
+
+/** Two tables: the counters, then the histogram's non-empty columns. */
+static void sbt_html_table(request_rec *r, const char *what,
+                           apr_array_header_t *views)
+{
+    const sbt_view_t *v = (const sbt_view_t *)views->elts;
+    int used[SBT_HIST_BUCKETS] = {0};
+    int i, j, nused = 0;
+
+    if (!views->nelts) {
+        ap_rputs("<p>None configured.</p>\n", r);
+        return;
+    }
+    ap_rprintf(r, "<table border=\"1\">\n<tr><th rowspan=\"2\">%s</th>"
+               "<th colspan=\"4\">requests by policy</th>", what);
+    for (i = SBT_F_BYTES; i < SBT_F_COUNT; i++) {
+        ap_rprintf(r, "<th rowspan=\"2\">%s</th>", sbt_fields[i].title);
+    }
+    ap_rputs("</tr>\n<tr>", r);
+    for (i = SBT_F_NONE; i <= SBT_F_AUTO; i++) {
+        ap_rprintf(r, "<th>%s</th>", sbt_fields[i].title);
+    }
+    ap_rputs("</tr>\n", r);
+    for (i = 0; i < views->nelts; i++) {
+        sbt_html_name(r, &v[i]);
+        for (j = 0; j < SBT_F_COUNT; j++) {
+            ap_rprintf(r, "<td>%" APR_UINT64_T_FMT "</td>", v[i].v[j]);
+        }
+        ap_rputs("</tr>\n", r);
+        for (j = 0; j < SBT_HIST_BUCKETS; j++) {
+            if (v[i].hist[j] && !used[j]) {
+                used[j] = 1;
+                nused++;
+            }
+        }
+    }
+    ap_rputs("</table>\n", r);
+
+    ap_rprintf(r, "<p>Effective send buffer at the end of each response "
+               "(bytes, buckets from a power of two to the next):</p>\n");
+    if (!nused) {
+        ap_rputs("<p>No responses yet.</p>\n", r);
+        return;
+    }
+    ap_rprintf(r, "<table border=\"1\">\n<tr><th>%s</th>", what);
+    for (j = 0; j < SBT_HIST_BUCKETS; j++) {
+        if (used[j]) {
+            ap_rprintf(r, "<th>%s</th>", sbt_bucket_label(r->pool, j));
+        }
+    }
+    ap_rputs("</tr>\n", r);
+    for (i = 0; i < views->nelts; i++) {
+        sbt_html_name(r, &v[i]);
+        for (j = 0; j < SBT_HIST_BUCKETS; j++) {
+            if (used[j]) {
+                ap_rprintf(r, "<td>%" APR_UINT64_T_FMT "</td>", v[i].hist[j]);
+            }
+        }
+        ap_rputs("</tr>\n", r);
+    }
+    ap_rputs("</table>\n", r);
+}
+
+static void sbt_page_html(request_rec *r)
+{
+    ap_rputs(DOCTYPE_HTML_4_01 "<html><head>\n"
+             "<title>mod_sndbuf_tune status</title>\n"
+             "<style>td { text-align: right } td.n { text-align: left }"
+             "</style>\n</head><body>\n<h1>mod_sndbuf_tune status for ", r);
+    ap_rputs(ap_escape_html(r->pool, ap_get_server_name(r)), r);
+    ap_rprintf(r, "</h1>\n<p>Counters since %s (the last start or full "
+               "restart; graceful restarts keep them). Configuration "
+               "generation %u. %d slots per table; what finds none is "
+               "counted as " SBT_STATUS_OTHER_NAME ".</p>\n",
+               ap_ht_time(r->pool, sbt_shm->since, "%Y-%m-%d %H:%M:%S %Z", 0),
+               sbt_my_gen, SBT_STATUS_SLOTS);
+    ap_rputs("<h2>Kernel limits read at startup</h2>\n", r);
+    sbt_html_kernel(r);
+    ap_rputs("<h2>Virtual hosts</h2>\n", r);
+    sbt_html_table(r, "vhost", sbt_read_table(r->pool, sbt_shm->vhost));
+    ap_rputs("<h2>SndbufTuneNetwork rules</h2>\n", r);
+    sbt_html_table(r, "rule", sbt_read_table(r->pool, sbt_shm->rule));
+    ap_rputs("<p>Also as <a href=\"?auto\">?auto</a> and "
+             "<a href=\"?json\">?json</a>.</p>\n</body></html>\n", r);
+}
+
+/* ---------------------------------------------------------------- */
+/* Handler and mod_status section                                   */
+/* ---------------------------------------------------------------- */
+
+/** @a word among the &- or ;-separated words of the query string. */
+static int sbt_has_arg(const char *args, const char *word)
+{
+    apr_size_t len = strlen(word);
+    const char *a = args;
+
+    while (a && *a) {
+        apr_size_t n = strcspn(a, "&;");
+
+        if (!strncasecmp(a, word, len) && (n == len || a[len] == '=')) {
+            return 1;
+        }
+        a += n;
+        if (*a) {
+            a++;
+        }
+    }
+    return 0;
+}
+
+static int sbt_status_handler(request_rec *r)
+{
+    if (!r->handler || strcmp(r->handler, SBT_STATUS_HANDLER)) {
+        return DECLINED;
+    }
+    r->allowed = (AP_METHOD_BIT << M_GET);
+    if (r->method_number != M_GET) {
+        return HTTP_METHOD_NOT_ALLOWED;
+    }
+    if (!sbt_shm) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "%s: no counters, see "
+                      "the error at startup", SBT_STATUS_HANDLER);
+        return HTTP_SERVICE_UNAVAILABLE;
+    }
+    if (sbt_has_arg(r->args, "json")) {
+        ap_set_content_type(r, "application/json");
+        if (!r->header_only) {
+            sbt_page_json(r);
+        }
+    }
+    else if (sbt_has_arg(r->args, "auto")) {
+        ap_set_content_type(r, "text/plain; charset=utf-8");
+        if (!r->header_only) {
+            sbt_page_auto(r);
+        }
+    }
+    else {
+        ap_set_content_type(r, "text/html; charset=utf-8");
+        if (!r->header_only) {
+            sbt_page_html(r);
+        }
+    }
+    return OK;
+}
+
+/** mod_status: totals and kernel limits; the detail is on our page. */
+static int sbt_mod_status_hook(request_rec *r, int flags)
+{
+    sbt_view_t total;
+    int i;
+
+    if (!sbt_shm) {
+        return OK;
+    }
+    sbt_read_totals(r->pool, &total);
+    if (flags & AP_STATUS_SHORT) {
+        for (i = 0; i < SBT_F_COUNT; i++) {
+            ap_rprintf(r, "SndbufTuneTotal%s: %" APR_UINT64_T_FMT "\n",
+                       sbt_fields[i].key, total.v[i]);
+        }
+        sbt_auto_kernel(r, "SndbufTune");
+        return OK;
+    }
+    ap_rputs("<hr />\n<h2>mod_sndbuf_tune</h2>\n<table border=\"1\">\n<tr>",
+             r);
+    for (i = 0; i < SBT_F_COUNT; i++) {
+        ap_rprintf(r, "<th>%s%s</th>", i <= SBT_F_AUTO ? "requests " : "",
+                   sbt_fields[i].title);
+    }
+    ap_rputs("</tr>\n<tr>", r);
+    for (i = 0; i < SBT_F_COUNT; i++) {
+        ap_rprintf(r, "<td>%" APR_UINT64_T_FMT "</td>", total.v[i]);
+    }
+    ap_rprintf(r, "</tr>\n</table>\n<p>All vhosts since %s; per vhost and "
+               "rule on a <code>SetHandler " SBT_STATUS_HANDLER "</code> "
+               "page.</p>\n",
+               ap_ht_time(r->pool, sbt_shm->since, "%Y-%m-%d %H:%M:%S %Z", 0));
+    sbt_html_kernel(r);
+    return OK;
+}
+
+void sbt_status_page_register_hooks(void)
+{
+    ap_hook_handler(sbt_status_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    /* A section on mod_status's page; inert when mod_status is absent. */
+    APR_OPTIONAL_HOOK(ap, status_hook, sbt_mod_status_hook, NULL, NULL,
+                      APR_HOOK_MIDDLE);
+}
