@@ -24,6 +24,7 @@ use Time::HiRes ();
 use SndbufTune::Setup qw(t_dir docroot module_path);
 use SndbufTune::Kernel qw(poll_until);
 
+# The apache2 binary (a method, so that a subclass can name another).
 sub httpd {
     require Apache::Test;
     return Apache::Test::vars('httpd') || '/usr/sbin/apache2';
@@ -138,7 +139,7 @@ sub _capture {
 sub syntax_check {
     my ($class, %a) = @_;
     my $self = ref $class ? $class : $class->new(%a);
-    return _capture(httpd(), '-t', '-f', $self->{conf});
+    return _capture($self->httpd, '-t', '-f', $self->{conf});
 }
 
 sub _pid {
@@ -152,7 +153,7 @@ sub _pid {
 
 sub start {
     my $self = shift;
-    my ($rc, $out) = _capture(httpd(), '-f', $self->{conf}, '-k', 'start');
+    my ($rc, $out) = _capture($self->httpd, '-f', $self->{conf}, '-k', 'start');
     if ($rc != 0) {
         $self->{error} = "apache2 -k start exit $rc: $out" . $self->log_text;
         return 0;
@@ -189,7 +190,7 @@ sub stop {
     my $self = shift;
     my $pid = $self->{pid} // $self->_pid;
     return unless $pid;
-    _capture(httpd(), '-f', $self->{conf}, '-k', 'stop');
+    _capture($self->httpd, '-f', $self->{conf}, '-k', 'stop');
     my ($gone) = poll_until(15, sub { !kill(0, $pid) }, 0.05);
     kill 'KILL', $pid unless $gone;     # only the parent we started
     delete $self->{pid};

@@ -614,6 +614,11 @@ use POSIX ();
 use Time::HiRes ();
 
 use SndbufTune::Kernel qw(poll_until);
+use SndbufTune::Standalone ();
+
+# stop, log_text and the pid file work as for the loopback servers.
+our @ISA = ('SndbufTune::Standalone');
+sub httpd { SndbufTune::WanLab::httpd_bin() }
 
 my %LIVE_SERVERS;    # started by this process (for END)
 
@@ -791,14 +796,6 @@ EOF
     close $fh;
 }
 
-sub _pid {
-    my $self = shift;
-    open my $fh, '<', "$self->{dir}/httpd.pid" or return undef;
-    my $pid = <$fh>;
-    close $fh;
-    return defined $pid && $pid =~ /^(\d+)/ ? $1 : undef;
-}
-
 # Worker (child) pids of the running server.
 sub child_pids {
     my $self = shift;
@@ -868,15 +865,6 @@ sub start {
     return 1;
 }
 
-sub log_text {
-    my $self = shift;
-    open my $fh, '<', $self->error_log or return '';
-    local $/;
-    my $t = <$fh>;
-    close $fh;
-    return $t // '';
-}
-
 # Access-log lines (after the readiness probes) as hashes; '-' -> undef.
 sub access_entries {
     my $self = shift;
@@ -910,15 +898,8 @@ sub access_entry_for {
 
 sub stop {
     my $self = shift;
-    my $pid = $self->{pid} // $self->_pid;
-    return unless $pid;
-    SndbufTune::WanLab::_capture(SndbufTune::WanLab::httpd_bin(), '-f',
-                                 $self->{conf}, '-k', 'stop');
-    my ($gone) = poll_until(15, sub { !kill(0, $pid) }, 0.05);
-    kill 'KILL', $pid unless $gone;     # only the parent we started
-    delete $self->{pid};
     delete $LIVE_SERVERS{"$self"};
-    unlink "$self->{dir}/httpd.pid";
+    $self->SUPER::stop(@_);
 }
 
 sub DESTROY {
