@@ -8,8 +8,7 @@
  * fixed SO_SNDBUF caps a download at sndbuf / RTT.  Core's
  * SendBufferSize sets one size for every socket, on the listener, and
  * on Linux that also switches kernel autotuning off.  This module
- * decides once the name-based vhost (Host:/SNI) and the location are
- * known:
+ * decides once the name-based vhost (Host:/SNI) and the file are known:
  *
  *   SndbufTune <size>   fix the send buffer (setsockopt SO_SNDBUF)
  *   SndbufTune unset    leave it to kernel autotuning, undoing any lock
@@ -20,20 +19,24 @@
  * HTTP/2 streams share their primary connection's socket, so there the
  * largest size any stream asks for wins for the connection's life.
  *
- * This file holds the hooks; sndbuf_tune.h lists the other files.
+ * This file holds the hooks, the per-connection and per-request state,
+ * and the response's figures (TCP_INFO at its start and end);
+ * sndbuf_tune.h lists the other files.
  */
 
 #include "httpd.h"
 #include "http_config.h"
+#include "http_connection.h"
 #include "http_core.h"
 #include "http_log.h"
 #include "http_main.h"
 #include "http_protocol.h"
 #include "http_request.h"
-#include "util_cfgtree.h"
+#include "ap_listen.h"
 #include "ap_mmn.h"
 
 #include "apr_strings.h"
+#include "apr_thread_mutex.h"
 
 #include "sndbuf_tune.h"
 
@@ -41,71 +44,349 @@ static const char *const sbt_policy_names[] = {
     "none", "unset", "fixed", "auto"
 };
 
-static void sbt_note_none(request_rec *r)
+/* Measures the response and, for auto, carries it (sndbuf_auto.c). */
+static ap_filter_rec_t *sbt_response_filter_handle;
+
+#if APR_HAS_THREADS
+/** Serialises the HTTP/2 streams that share a primary connection. */
+static apr_thread_mutex_t *sbt_shared_mutex;
+#endif
+
+/* ---------------------------------------------------------------- */
+/* State                                                            */
+/* ---------------------------------------------------------------- */
+
+sbt_conn_t *sbt_conn_enter(conn_rec *c)
 {
-    sbt_note(r, SBT_NOTE_POLICY, "none");
-    sbt_note(r, SBT_NOTE_REQUESTED, "-");
-    sbt_note(r, SBT_NOTE_EFFECTIVE, "-");
+    conn_rec *primary = c->master ? c->master : c;
+    sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
+                                            &sndbuf_tune_module);
+
+    if (!conn || !c->master) {
+        return conn;
+    }
+#if APR_HAS_THREADS
+    if (!sbt_shared_mutex
+        || apr_thread_mutex_lock(sbt_shared_mutex) != APR_SUCCESS) {
+        return NULL;
+    }
+#endif
+    return conn;
 }
 
-/** Apply @a d to @a primary's socket; @a shared: HTTP/2, lock held. */
-static void sbt_apply(request_rec *r, const sbt_decision_t *d,
-                      conn_rec *primary, int shared)
+void sbt_conn_leave(conn_rec *c)
 {
-    sbt_req_t *rq = apr_pcalloc(r->pool, sizeof(*rq));
-    const char *done;
-    int asked = -1;
+#if APR_HAS_THREADS
+    if (c->master && sbt_shared_mutex) {
+        apr_thread_mutex_unlock(sbt_shared_mutex);
+    }
+#else
+    (void)c;
+#endif
+}
 
-    rq->d = *d;
-    rq->st = sbt_conn_get(primary);
-    rq->started = apr_time_now();
-    ap_set_module_config(r->request_config, &sndbuf_tune_module, rq);
-    if (rq->st->fd < 0) {
-        done = "no socket, nothing done";
+sbt_req_t *sbt_req_get(request_rec *r)
+{
+    return ap_get_module_config(r->request_config, &sndbuf_tune_module);
+}
+
+static void sbt_note(request_rec *r, const char *key, const char *val)
+{
+    apr_table_setn(r->notes, key, val);
+    apr_table_setn(r->subprocess_env, key, val);
+}
+
+static void sbt_note_num(request_rec *r, const char *key, apr_int64_t v)
+{
+    sbt_note(r, key, v >= 0 ? apr_off_t_toa(r->pool, v) : "-");
+}
+
+static void sbt_count_did(request_rec *r, sbt_req_t *rq,
+                          const sbt_sock_did_t *did)
+{
+    rq->clamped |= did->clamped;
+    if (did->call) {
+        rq->failures++;
+        sbt_sock_log_failure(r->connection, did);
+    }
+}
+
+/* ---------------------------------------------------------------- */
+/* The decision: once the handler is about to run                   */
+/* ---------------------------------------------------------------- */
+
+/** Apply @a rq's fixed or unset policy to @a conn's socket; auto waits
+ *  for the response's first bytes. */
+static const char *sbt_apply(request_rec *r, sbt_req_t *rq,
+                             sbt_conn_t *conn)
+{
+    sbt_sock_did_t did = {0};
+
+    if (conn->sock.fd < 0) {
+        return "no socket, nothing done";
+    }
+    if (rq->d.tune.policy == SBT_POLICY_FIXED) {
+        sbt_sock_fix(&conn->sock, rq->d.tune.size, rq->shared, &did);
+    }
+    else if (rq->d.tune.policy == SBT_POLICY_UNSET) {
+        sbt_sock_unset(&conn->sock, rq->shared, &did);
     }
     else {
-        /* The baseline for this response's figures (log_transaction):
-         * where the previous response on this connection ended, as an
-         * idle keep-alive connection adds nothing, else a fresh read
-         * (on failure valid stays 0 and every figure reads "-").
-         * HTTP/2 streams overlap, so they always read. */
-        if (shared || !rq->st->last_end.valid) {
-            sbt_sock_tcp_info(rq->st->fd, &rq->start);
-        }
-        else {
-            rq->start = rq->st->last_end;
-        }
-        if (d->tune.policy == SBT_POLICY_FIXED) {
-            asked = d->tune.size;
-            done = sbt_apply_fixed(r, rq->st, asked, shared);
-        }
-        else if (d->tune.policy == SBT_POLICY_UNSET) {
-            done = sbt_apply_unset(r, rq->st, shared);
-        }
-        else {
-            done = sbt_auto_start(r, rq, shared, &asked);
-        }
+        return "auto sizes the response once it is larger than the "
+               "buffer in force";
     }
-    sbt_note(r, SBT_NOTE_POLICY, sbt_policy_names[d->tune.policy]);
-    sbt_note(r, SBT_NOTE_RULE, d->tune.rule);
-    sbt_note_num(r, SBT_NOTE_REQUESTED, asked);
-    sbt_note_num(r, SBT_NOTE_EFFECTIVE,
-                 rq->st->fd < 0 ? -1 : rq->st->effective);
-    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                  "SndbufTune %s for %s%s by %s: %s; effective %d",
-                  sbt_policy_names[d->tune.policy],
-                  r->server->server_hostname,
-                  shared ? " (HTTP/2 stream)" : "", d->tune.rule, done,
-                  rq->st->effective);
+    sbt_count_did(r, rq, &did);
+    return did.done;
 }
 
-static int sbt_fixups(request_rec *r)
+/** The decision's notes; REQUESTED and EFFECTIVE as the socket stands. */
+static void sbt_note_decision(request_rec *r, const sbt_req_t *rq,
+                              const sbt_sock_t *sock)
 {
-    sbt_decision_t d;
+    int locked = sbt_sock_locked_at(sock);
+
+    sbt_note(r, SBT_NOTE_POLICY, sbt_policy_names[rq->d.tune.policy]);
+    sbt_note(r, SBT_NOTE_RULE, rq->d.tune.rule);
+    sbt_note_num(r, SBT_NOTE_REQUESTED, locked ? locked : -1);
+    sbt_note_num(r, SBT_NOTE_EFFECTIVE, sock->effective);
+}
+
+static int sbt_has_response_filter(request_rec *r)
+{
+    ap_filter_t *f;
+
+    for (f = r->output_filters; f; f = f->next) {
+        if (f->frec == sbt_response_filter_handle) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void sbt_insert_filter(request_rec *r)
+{
     conn_rec *c = r->connection;
+    sbt_decision_t d;
+    sbt_conn_t *conn;
+    sbt_req_t *rq;
+    const char *done;
 
     /* A subrequest's socket and policy are its main request's. */
     if (r->main) {
+        return;
+    }
+    if (!sbt_decide(r, &d) || (conn = sbt_conn_enter(c)) == NULL) {
+        sbt_note(r, SBT_NOTE_POLICY, "none");
+        sbt_note(r, SBT_NOTE_REQUESTED, "-");
+        sbt_note(r, SBT_NOTE_EFFECTIVE, "-");
+        return;
+    }
+    rq = apr_pcalloc(r->pool, sizeof(*rq));
+    rq->d = d;
+    rq->shared = c->master != NULL;
+    ap_set_module_config(r->request_config, &sndbuf_tune_module, rq);
+    /* This response takes the socket over from any before it. */
+    conn->draining = NULL;
+    done = sbt_apply(r, rq, conn);
+    sbt_note_decision(r, rq, &conn->sock);
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                  "SndbufTune %s for %s%s by %s: %s; effective %d",
+                  sbt_policy_names[d.tune.policy], r->server->server_hostname,
+                  rq->shared ? " (HTTP/2 stream)" : "", d.tune.rule, done,
+                  conn->sock.effective);
+    sbt_conn_leave(c);
+
+    /* An internal redirect keeps the filter of the request it replaces
+     * (it runs after the protocol filters); it serves this one now. */
+    if (!sbt_has_response_filter(r)) {
+        ap_add_output_filter_handle(sbt_response_filter_handle, NULL, r,
+                                    r->connection);
+    }
+}
+
+/* ---------------------------------------------------------------- */
+/* The response: measured only once it outgrows the buffer in force */
+/* ---------------------------------------------------------------- */
+
+/** The response's length if @a bb holds all of it, else -1. */
+static apr_off_t sbt_whole_length(apr_bucket_brigade *bb)
+{
+    apr_bucket *e;
+    apr_off_t len = 0;
+
+    for (e = APR_BRIGADE_FIRST(bb); e != APR_BRIGADE_SENTINEL(bb);
+         e = APR_BUCKET_NEXT(e)) {
+        if (APR_BUCKET_IS_EOS(e)) {
+            return len;
+        }
+        if (e->length == (apr_size_t)-1) {
+            return -1;
+        }
+        len += e->length;
+    }
+    return -1;
+}
+
+/**
+ * The first bytes of the response: one that fits in the send buffer in
+ * force is never limited by it, so it costs no system call at all.  A
+ * larger one gets its baseline figures and, for auto, its controller.
+ */
+static void sbt_response_begin(ap_filter_t *f, sbt_req_t *rq,
+                               apr_bucket_brigade *bb)
+{
+    request_rec *r = f->r;
+    apr_off_t len = sbt_whole_length(bb);
+    sbt_conn_t *conn = sbt_conn_enter(r->connection);
+    const char *done = NULL;
+
+    if (!conn) {
+        return;
+    }
+    if (conn->sock.fd >= 0
+        && (len < 0 || len > sbt_sock_known_size(&conn->sock))) {
+        rq->measured = 1;
+        /* An idle keep-alive connection adds nothing to the figures
+         * between two responses, so the previous end is this start;
+         * HTTP/2 streams overlap, so they always read. */
+        if (!rq->shared && conn->last_end.valid) {
+            rq->start = conn->last_end;
+        }
+        else {
+            sbt_sock_tcp_info(conn->sock.fd, &rq->start);
+        }
+        if (rq->d.tune.policy == SBT_POLICY_AUTO) {
+            done = sbt_auto_begin(r, rq, conn);
+        }
+    }
+    conn->last_end.valid = 0;
+    sbt_conn_leave(r->connection);
+    if (done) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "SndbufTune auto: %s",
+                      done);
+    }
+}
+
+static apr_status_t sbt_response_filter(ap_filter_t *f,
+                                        apr_bucket_brigade *bb)
+{
+    /* f->r: after an internal redirect, the request that replaced the
+     * one the filter was added for, whose policy now applies. */
+    sbt_req_t *rq = sbt_req_get(f->r);
+
+    if (rq && f->ctx != rq) {
+        f->ctx = rq;
+        sbt_response_begin(f, rq, bb);
+    }
+    if (rq && rq->au) {
+        return sbt_auto_pass(f, rq->au, bb);
+    }
+    ap_remove_output_filter(f);
+    return ap_pass_brigade(f->next, bb);
+}
+
+/** The figures the kernel kept over the response, as notes. */
+static void sbt_note_figures(request_rec *r, const sbt_req_t *rq,
+                             const sbt_tcp_info_t *e, sbt_outcome_t *o)
+{
+    const sbt_tcp_info_t *s = &rq->start;
+    apr_int64_t limited = -1, retrans = -1, delivery = -1, min_rtt = -1;
+
+    if (e->valid & s->valid & SBT_TI_CHRONO) {
+        apr_time_t elapsed = apr_time_now() - r->request_time;
+
+        limited = (apr_int64_t)(e->sndbuf_limited_us - s->sndbuf_limited_us);
+        o->sndbuf_limited = limited * 10 > elapsed;
+    }
+    if (e->valid & s->valid & SBT_TI_BASE) {
+        retrans = (apr_int64_t)e->total_retrans - s->total_retrans;
+    }
+    if (e->valid & SBT_TI_DELIVERY) {
+        delivery = (apr_int64_t)e->delivery_rate * 8;
+    }
+    if (e->valid & SBT_TI_MIN_RTT) {
+        min_rtt = e->min_rtt_us;
+    }
+    sbt_note_num(r, SBT_NOTE_LIMITED_MS, limited < 0 ? -1 : limited / 1000);
+    sbt_note_num(r, SBT_NOTE_DELIVERY, delivery);
+    sbt_note_num(r, SBT_NOTE_MIN_RTT, min_rtt);
+    sbt_note_num(r, SBT_NOTE_RETRANS, retrans);
+}
+
+/** The outcome of @a rq's response: its figures, and auto's. */
+static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
+{
+    sbt_conn_t *conn = sbt_conn_enter(r->connection);
+    sbt_auto_outcome_t ao = {0};
+    sbt_tcp_info_t end = {0};
+    sbt_sock_did_t did = {0};
+    int requested;
+
+    if (!conn) {
+        return;
+    }
+    if (rq->au) {
+        sbt_auto_end(rq->au, conn, &ao);
+    }
+    if (rq->measured) {
+        if (sbt_sock_tcp_info(conn->sock.fd, &end) == 0 && !rq->shared) {
+            conn->last_end = end;
+        }
+        if (conn->sock.state != SBT_SOCK_FIXED) {
+            sbt_sock_refresh(&conn->sock, &did);
+        }
+    }
+    requested = sbt_sock_locked_at(&conn->sock);
+    o->effective = conn->sock.effective;
+    sbt_conn_leave(r->connection);
+
+    sbt_count_did(r, rq, &did);
+    o->clamped = rq->clamped | ao.clamped;
+    o->failures = rq->failures + ao.failures;
+    sbt_note_num(r, SBT_NOTE_REQUESTED, requested ? requested : -1);
+    sbt_note_num(r, SBT_NOTE_EFFECTIVE, o->effective);
+    sbt_note_figures(r, rq, &end, o);
+    if (rq->au) {
+        sbt_note_num(r, SBT_NOTE_RTT, ao.rtt_us);
+        sbt_note_num(r, SBT_NOTE_BW, (apr_int64_t)ao.rate * 8);
+        sbt_note_num(r, SBT_NOTE_RETUNES, ao.retunes);
+    }
+}
+
+static int sbt_log_transaction(request_rec *r)
+{
+    sbt_outcome_t o = {0};
+    sbt_req_t *rq;
+
+    /* mod_log_config logs the final request of an internal redirect
+     * chain (ErrorDocument, RewriteRule [PT], ...): so do we. */
+    while (r->next) {
+        r = r->next;
+    }
+    rq = sbt_req_get(r);
+    o.server = r->server;
+    o.bytes_sent = r->bytes_sent;
+    o.effective = -1;
+    if (rq) {
+        o.policy = rq->d.tune.policy;
+        o.network = rq->d.network;
+        sbt_note_outcome(r, rq, &o);
+    }
+    sbt_status_record(&o);
+    return DECLINED;
+}
+
+/* ---------------------------------------------------------------- */
+/* Connections                                                      */
+/* ---------------------------------------------------------------- */
+
+static int sbt_pre_connection(conn_rec *c, void *csd)
+{
+    sbt_conn_t *conn;
+
+    /* HTTP/2 streams use their primary's state; proxy backends are not
+     * ours to tune. */
+    if (c->master) {
         return DECLINED;
     }
 #if AP_MODULE_MAGIC_AT_LEAST(20120211, 116)
@@ -113,109 +394,43 @@ static int sbt_fixups(request_rec *r)
         return DECLINED;
     }
 #endif
-    if (!sbt_decide(r, &d)) {
-        sbt_note_none(r);
-        return DECLINED;
-    }
-    if (!c->master) {
-        sbt_apply(r, &d, c, 0);
-    }
-    /* HTTP/2: a secondary connection's socket is a dummy, and the
-     * streams of one primary connection run in parallel workers. */
-    else if (sbt_lock_shared()) {
-        sbt_apply(r, &d, c->master, 1);
-        sbt_unlock_shared();
-    }
+    conn = apr_pcalloc(c->pool, sizeof(*conn));
+    sbt_sock_init(&conn->sock, sbt_sock_fd(csd));
+    ap_set_module_config(c->conn_config, &sndbuf_tune_module, conn);
     return DECLINED;
 }
 
-/** This response's figures from the kernel, as notes; fills @a o. */
-static void sbt_note_response(request_rec *r, const sbt_req_t *rq,
-                              sbt_outcome_t *o)
+/* ---------------------------------------------------------------- */
+/* Startup                                                          */
+/* ---------------------------------------------------------------- */
+
+/** A listener whose send buffer core's SendBufferSize locked: every
+ *  socket it accepts inherits the lock.  Read from the socket itself. */
+static void sbt_report_listeners(server_rec *s)
 {
-    const sbt_tcp_info_t *s = &rq->start;
-    sbt_tcp_info_t e;
-    apr_int64_t limited = -1, retrans = -1, delivery = -1, min_rtt = -1;
-    apr_time_t elapsed = apr_time_now() - rq->started;
+    ap_listen_rec *lr;
 
-    if (rq->st->fd >= 0 && sbt_sock_tcp_info(rq->st->fd, &e) == 0) {
-        rq->st->last_end = e;
-        if ((e.valid & s->valid & SBT_TI_CHRONO)) {
-            limited = (apr_int64_t)(e.sndbuf_limited_us - s->sndbuf_limited_us);
-            o->sndbuf_limited = limited * 10 > elapsed;
+    for (lr = ap_listeners; lr; lr = lr->next) {
+        int fd = sbt_sock_fd(lr->sd), locked = 0, size = 0;
+
+        if (fd < 0 || sbt_sock_sndbuf_locked(fd, &locked) || !locked
+            || sbt_sock_get_sndbuf(fd, &size)) {
+            continue;
         }
-        if (e.valid & s->valid & SBT_TI_BASE) {
-            retrans = (apr_int64_t)e.total_retrans - s->total_retrans;
-        }
-        if (e.valid & SBT_TI_DELIVERY) {
-            delivery = (apr_int64_t)e.delivery_rate * 8;
-        }
-        if (e.valid & SBT_TI_MIN_RTT) {
-            min_rtt = e.min_rtt_us;
-        }
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                     "listener %pI: its send buffer is locked at %d bytes "
+                     "(core SendBufferSize), so every socket it accepts "
+                     "starts without kernel autotuning; SndbufTune overrides "
+                     "it per request (unset gives autotuning back), where "
+                     "none applies it stays: consider removing "
+                     "SendBufferSize", lr->bind_addr, size);
     }
-    if (rq->st->fd >= 0 && rq->st->state == SBT_SOCK_AUTOTUNED) {
-        sbt_sock_get_sndbuf(rq->st->fd, &rq->st->effective);
-    }
-    o->effective = rq->st->fd >= 0 ? rq->st->effective : -1;
-    sbt_auto_finish(r, rq);
-    sbt_note_num(r, SBT_NOTE_LIMITED_MS, limited < 0 ? -1 : limited / 1000);
-    sbt_note_num(r, SBT_NOTE_DELIVERY, delivery);
-    sbt_note_num(r, SBT_NOTE_MIN_RTT, min_rtt);
-    sbt_note_num(r, SBT_NOTE_RETRANS, retrans);
-    sbt_note_num(r, SBT_NOTE_EFFECTIVE, o->effective);
-}
-
-static int sbt_log_transaction(request_rec *r)
-{
-    const sbt_req_t *rq = sbt_req_get(r);
-    sbt_outcome_t o;
-
-    memset(&o, 0, sizeof(o));
-    o.server = r->server;
-    o.bytes_sent = r->bytes_sent;
-    o.effective = -1;
-    if (rq) {
-        o.policy = rq->d.tune.policy;
-        o.network = rq->d.network;
-        o.clamped = rq->clamped;
-        o.failures = rq->failures;
-        sbt_note_response(r, rq, &o);
-    }
-    sbt_status_record(r, &o);
-    return DECLINED;
-}
-
-static int sbt_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
-                          apr_pool_t *ptemp)
-{
-    (void)pconf; (void)plog; (void)ptemp;
-    /* Statics outlive a restart's re-read of the configuration. */
-    sbt_largest_size = 0;
-    sbt_core_sndbuf = 0;
-    return OK;
-}
-
-/** Core's SendBufferSize (its own variable is private to listen.c). */
-static int sbt_find_core_sndbuf(const ap_directive_t *d)
-{
-    int found;
-
-    for (; d; d = d->next) {
-        if (!strcasecmp(d->directive, "SendBufferSize")) {
-            return atoi(d->args);
-        }
-        if (d->first_child
-            && (found = sbt_find_core_sndbuf(d->first_child)) != 0) {
-            return found;
-        }
-    }
-    return 0;
 }
 
 static void sbt_report_kernel(server_rec *s)
 {
     const sbt_kernel_t *k = &sbt_kernel;
+    int largest = sbt_config_largest_size();
 
     ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
                  "kernel limits: net.core.wmem_max %u, net.ipv4.tcp_wmem "
@@ -226,24 +441,12 @@ static void sbt_report_kernel(server_rec *s)
                  k->has_buf_lock ? "can" : "cannot",
                  k->has_tcp_info ? "available" : "missing",
                  k->has_tcp_info ? "works" : "leaves sockets alone");
-    if (sbt_core_sndbuf) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
-                     "core SendBufferSize %d locks the send buffer of every "
-                     "accepted socket and switches kernel autotuning off; "
-                     "SndbufTune overrides it per request (unset gives "
-                     "autotuning back%s), where none applies it stays: "
-                     "consider removing SendBufferSize", sbt_core_sndbuf,
-                     sbt_kernel.has_buf_lock ? "" : ", but not on this "
-                     "kernel, which lacks SO_BUF_LOCK");
-    }
-    if (sbt_kernel.wmem_max
-        && (apr_uint32_t)sbt_largest_size > sbt_kernel.wmem_max) {
+    if (k->wmem_max && (apr_uint32_t)largest > k->wmem_max) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      "a SndbufTune size or limit of %d exceeds "
                      "net.core.wmem_max (%u), so the kernel grants at most "
                      "%u per socket: raise the sysctl net.core.wmem_max",
-                     sbt_largest_size, sbt_kernel.wmem_max,
-                     2 * sbt_kernel.wmem_max);
+                     largest, k->wmem_max, 2 * k->wmem_max);
     }
 }
 
@@ -251,42 +454,63 @@ static int sbt_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                            apr_pool_t *ptemp, server_rec *s)
 {
     (void)pconf; (void)plog; (void)ptemp;
-    sbt_kernel_probe(&sbt_kernel);
-    sbt_core_sndbuf = sbt_find_core_sndbuf(ap_conftree);
+    sbt_kernel_probe();
     /* Once per start or restart, not again in the preflight pass. */
     if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
         sbt_report_kernel(s);
+        sbt_report_listeners(s);
     }
     return OK;
 }
 
 static void sbt_child_init(apr_pool_t *pchild, server_rec *s)
 {
-    sbt_socket_child_init(pchild, s);
+#if APR_HAS_THREADS
+    apr_status_t rv = apr_thread_mutex_create(&sbt_shared_mutex,
+                                              APR_THREAD_MUTEX_DEFAULT,
+                                              pchild);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "cannot create the "
+                     "mutex for HTTP/2 connections; their streams will "
+                     "not be tuned");
+        sbt_shared_mutex = NULL;
+    }
+#else
+    (void)pchild; (void)s;
+#endif
 }
 
 static void sbt_register_hooks(apr_pool_t *p)
 {
     (void)p;
-    /* Reset per-read statics before the directives are parsed. */
-    ap_hook_pre_config(sbt_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
-    /* Kernel limits and core's SendBufferSize, once the tree is built
-     * and before children fork, so they inherit the answers. */
+    /* Kernel limits, once the configuration is read and the listeners
+     * are open (the MPM's open_logs), before children fork, so they
+     * inherit the answers. */
     ap_hook_post_config(sbt_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     /* The HTTP/2 mutex is per process. */
     ap_hook_child_init(sbt_child_init, NULL, NULL, APR_HOOK_MIDDLE);
-    /* fixups: the first point where both the name-based vhost (Host: or
-     * SNI, in r->server) and the final per-dir config (<Location>) are
-     * known, and still before the handler writes a byte.  Not
-     * pre_connection: there only the IP-based default vhost is known,
-     * and proxy backend connections pass through it too.  FIRST, so the
-     * notes exist before other fixups (mod_headers' early headers, ...)
-     * read them. */
-    ap_hook_fixups(sbt_fixups, NULL, NULL, APR_HOOK_FIRST);
+    /* pre_connection: the per-connection state is made in the primary
+     * connection's own thread, before any HTTP/2 stream exists, so that
+     * streams (on other threads) never allocate from its pool. */
+    ap_hook_pre_connection(sbt_pre_connection, NULL, NULL, APR_HOOK_MIDDLE);
+    /* insert_filter: the last hook before the handler, after every
+     * fixup.  The name-based vhost (Host: or SNI, in r->server) is known
+     * since post_read_request, but the per-dir config is final only now:
+     * mod_dir (DirectoryIndex) and mod_negotiation (MultiViews) replace
+     * it in their fixups with the chosen file's, without running the
+     * fixups again.  Internal redirects (ErrorDocument, mod_rewrite [PT])
+     * run it again for the request that replaces the first. */
+    ap_hook_insert_filter(sbt_insert_filter, NULL, NULL, APR_HOOK_MIDDLE);
     /* log_transaction: the response is written (for HTTP/1 the EOR
      * bucket is gone), so the kernel's figures cover all of it.  FIRST:
      * before mod_log_config reads the notes. */
     ap_hook_log_transaction(sbt_log_transaction, NULL, NULL, APR_HOOK_FIRST);
+    /* After the protocol filters (chunking included), so the bytes it
+     * sees are the ones the connection filters and the socket see. */
+    sbt_response_filter_handle =
+        ap_register_output_filter("SNDBUF_TUNE", sbt_response_filter, NULL,
+                                  AP_FTYPE_TRANSCODE + 5);
+    sbt_config_register_hooks();
     sbt_auto_register_hooks();
     sbt_status_register_hooks();
 }
@@ -299,7 +523,7 @@ AP_DECLARE_MODULE(sndbuf_tune) = {
     sbt_merge_srv_conf,
     sbt_cmds,
     sbt_register_hooks,
-#if defined(AP_MODULE_FLAG_NONE)
-    AP_MODULE_FLAG_NONE
-#endif
+    /* Every vhost gets a merged server config of its own, even one that
+     * uses none of the directives: the status page counts it apart. */
+    AP_MODULE_FLAG_ALWAYS_MERGE
 };

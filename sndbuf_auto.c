@@ -4,27 +4,37 @@
  * sndbuf_auto.c: "SndbufTune auto", a send buffer sized to the path.
  *
  * A send buffer smaller than the bandwidth-delay product caps the flow
- * at sndbuf / RTT; a larger one only holds memory (and, in a shared
- * bottleneck, queue).  So auto asks for
+ * at sndbuf / RTT; a larger one only holds memory and, in a shared
+ * bottleneck, queue.  So auto aims at
  *
- *     SO_SNDBUF = FACTOR x rate x RTT,   clamped to SndbufTuneLimits
+ *     SO_SNDBUF = FACTOR x rate x min RTT,   clamped to SndbufTuneLimits
  *
- * at the start of a response, from TCP_INFO's RTT and the configured
- * SndbufTuneBandwidth (or, until measured, SBT_AUTO_START_RATE), then
- * follows the connection during the response: an output filter cuts it
- * into chunks of 1/8 of the buffer, flushes each (so control comes back
- * while the data is still going out), and at most once per RTT re-reads
- * TCP_INFO and moves the buffer toward FACTOR x delivery rate x min RTT.
- * While the kernel reports the connection send-buffer-limited the
- * buffer at least doubles, as cwnd does in slow start, because a
- * limited flow's delivery rate only ever measures the buffer itself.
- * docs/auto.md explains the constants.
+ * and follows the connection while the response is written: at most
+ * once per RTT it reads TCP_INFO and moves the buffer (the control law
+ * is sbt_auto_next; docs/auto.md explains it and its constants).
+ *
+ * When it looks depends on who writes the response:
+ *  - event MPM, HTTP/1: the handler hands the response to the core and
+ *    returns, and the MPM writes the rest without a worker (write
+ *    completion), calling no filter of ours.  It does resume the
+ *    connection on a worker each time the socket drains: the
+ *    resume_connection hook looks then.
+ *  - prefork and worker MPMs: a worker stays with the response anyway,
+ *    so the response is cut into chunks and each is flushed; control
+ *    comes back between chunks while the kernel still holds data.
+ *  - HTTP/2 streams: mod_http2 takes each chunk at the pace the shared
+ *    connection drains; auto only grows the shared buffer.
+ * A response that fits in the buffer in force never gets here
+ * (mod_sndbuf_tune.c): it costs no system call.
  */
 
 #include "httpd.h"
 #include "http_config.h"
+#include "http_connection.h"
 #include "http_log.h"
 #include "http_request.h"
+#include "ap_mpm.h"
+#include "mpm_common.h"
 #include "util_filter.h"
 
 #include "apr_strings.h"
@@ -33,21 +43,29 @@
 
 APLOG_USE_MODULE(sndbuf_tune);
 
-/* SO_SNDBUF = 3 x BDP.  The congestion control must never be held back
- * by the buffer: BBR's startup keeps 2.89 x BDP in flight and cannot
- * even leave startup while send-buffer-limited (the kernel marks those
- * samples app-limited); paced, MSS-sized skbs carry ~35% overhead; and
- * Linux doubles the argument.  3 x BDP gives ~4.4 x BDP of payload.
- * On the 30 Mbit/250 ms lab path 1.5, 2 and 2.5 left BBR stuck in
- * startup, 3 did not (docs/auto.md). */
-#define SBT_AUTO_FACTOR         3
+/* SO_SNDBUF = FACTOR x rate x min RTT, FACTOR = 3/2: Linux doubles the
+ * argument, and MSS-sized skbs carry about a third of overhead, so the
+ * socket holds about 2.2 x BDP of payload: room for BBR's 2 x BDP
+ * congestion window, without filling a shared bottleneck's queue. */
+#define SBT_AUTO_FACTOR_NUM     3
+#define SBT_AUTO_FACTOR_DEN     2
 
-/* Rate assumed before anything is measured: 1 Mbit/s.  httpd fills
- * whatever buffer it gets at once, and a flow that then gets little of
- * a shared bottleneck holds that data for seconds, so the guess errs
- * low: a flow that needs more is send-buffer-limited and doubles each
- * RTT, as fast as slow start grows its window. */
-#define SBT_AUTO_START_RATE     (1000000 / 8)
+/* While the flow's delivery rate still grows by a quarter per look it
+ * is in slow start (or BBR's startup) and the kernel's autotuning is as
+ * fast as anything: auto takes over once the rate has not grown so for
+ * three looks in a row (BBR's own test for a full pipe). */
+#define SBT_AUTO_RAMP_SHIFT     2
+#define SBT_AUTO_RAMP_FLAT      3
+
+/* Queueing delay below 1/8 of the minimum RTT: the bottleneck has room,
+ * so a send-buffer-limited flow may double, as fast as slow start. */
+#define SBT_AUTO_QUEUE_SHIFT    3
+
+/* Additive increase per look, in MSS: flows that share a bottleneck
+ * and scale their buffers by the same queueing delay keep whatever
+ * split they started from; equal steps make them converge to equal
+ * shares, as in AIMD. */
+#define SBT_AUTO_STEP_SEGMENTS  2
 
 /* Never fewer than this many segments (x2 by Linux): with a buffer
  * below a few MSS every write waits for a delayed ACK.  Loopback's
@@ -57,51 +75,68 @@ APLOG_USE_MODULE(sndbuf_tune);
 /* Never look more often than this, even on loopback. */
 #define SBT_AUTO_MIN_INTERVAL   apr_time_from_msec(1)
 
-/* The response is cut into chunks of 1/8 of the buffer (about a third
- * of the BDP at FACTOR 3, Linux doubling), so a look comes about once an
- * RTT even for a slow flow; never smaller than this, to bound the
- * number of flushes. */
+/* Chunks of 1/8 of the buffer, so a look comes about once an RTT even
+ * for a slow flow; never smaller than this, to bound the passes. */
 #define SBT_AUTO_CHUNK_SHIFT    3
 #define SBT_AUTO_MIN_CHUNK      (16 * 1024)
 
-/* Send-buffer-limited for more than 1/8 of an interval means grow. */
+/* Send-buffer-limited for more than 1/8 of an interval means limited. */
 #define SBT_AUTO_LIMITED_SHIFT  3
 
-static ap_filter_rec_t *sbt_auto_filter_handle;
-
-typedef struct {
+struct sbt_auto_t {
     sbt_decision_t d;
-    conn_rec *primary;
-    sbt_conn_t *st;
+    /** HTTP/2 stream: the socket is shared, only grow it. */
     int shared;
-    /** Bytes between two looks: half the buffer as of the last look. */
+    /** Flush each chunk: the MPM keeps the worker (prefork, worker). */
+    int flush;
+    /** Bytes between two passes, and passed since the last cut. */
     apr_off_t chunk;
-    /** Bytes passed down since the last look (< chunk). */
     apr_off_t pending;
+    /** The rest went down whole: the MPM writes it (event). */
+    int handed_over;
     apr_time_t next_look;
     apr_time_t last_look;
     /** tcpi_sndbuf_limited at the last look (microseconds). */
     apr_uint64_t limited_us;
-    /** Rate being sized for, bytes/s: configured or estimated. */
+    /** The rate being sized for, bytes/s: configured or measured. */
     apr_uint64_t rate;
-    apr_uint32_t rtt_us;
-    int retunes;
-    /** Stop cutting the response: the size is settled. */
+    /** The rate when it last grew by a quarter, while ramping up, and
+     *  the looks since. */
+    apr_uint64_t ramp_rate;
+    int ramp_flat;
+    apr_uint32_t min_rtt_us;
+    /** The RTT is the handshake's (no data acknowledged yet). */
+    int rtt_from_handshake;
+    /** Left to kernel autotuning until the rate levels off. */
+    int ramping;
+    /** Nothing more to do: rate configured and RTT measured. */
     int settled;
-    apr_bucket_brigade *rest;
-} sbt_auto_ctx_t;
+    int retunes;
+    int clamped;
+    int failures;
+};
+
+/** What one look saw. */
+typedef struct {
+    apr_uint32_t srtt_us;
+    apr_uint32_t mss;
+    apr_uint64_t in_flight;
+    int limited;
+} sbt_auto_seen_t;
+
+static int sbt_async_mpm;
 
 /** The RTT to size for: the windowed minimum once the peer has
  *  acknowledged data; before that only the handshake sample exists,
  *  which TCP_DEFER_ACCEPT inflates by the client's idle time. */
-static apr_uint32_t sbt_auto_rtt(const sbt_tcp_info_t *ti, int *from_data)
+static void sbt_auto_rtt(sbt_auto_t *a, const sbt_tcp_info_t *ti)
 {
-    *from_data = (ti->valid & SBT_TI_MIN_RTT) && (ti->valid & SBT_TI_BYTES_ACKED)
-                 && ti->bytes_acked > 1 && ti->min_rtt_us;
-    if (*from_data) {
-        return ti->min_rtt_us;
-    }
-    return (ti->valid & SBT_TI_BASE) ? ti->rtt_us : 0;
+    int from_data = (ti->valid & SBT_TI_MIN_RTT)
+                    && (ti->valid & SBT_TI_BYTES_ACKED)
+                    && ti->bytes_acked > 1 && ti->min_rtt_us;
+
+    a->rtt_from_handshake = !from_data;
+    a->min_rtt_us = from_data ? ti->min_rtt_us : ti->rtt_us;
 }
 
 /** Peak-hold with decay: a flow's delivery rate drops whenever it is
@@ -126,6 +161,7 @@ static int sbt_auto_clamp(apr_uint64_t v, const sbt_decision_t *d,
 {
     apr_uint64_t floor = (apr_uint64_t)mss * SBT_AUTO_MIN_SEGMENTS;
 
+    *why = NULL;
     if (floor > (apr_uint64_t)d->limit_min && v < floor
         && floor <= (apr_uint64_t)d->limit_max) {
         *why = "raised to " APR_STRINGIFY(SBT_AUTO_MIN_SEGMENTS) " x MSS";
@@ -141,40 +177,47 @@ static int sbt_auto_clamp(apr_uint64_t v, const sbt_decision_t *d,
                ? "capped at net.core.wmem_max" : "capped at the maximum";
         return d->limit_max;
     }
-    *why = NULL;
     return (int)v;
 }
 
-static apr_uint64_t sbt_auto_bdp_size(apr_uint64_t rate, apr_uint32_t rtt_us)
+static apr_uint64_t sbt_auto_target(apr_uint64_t rate, apr_uint32_t rtt_us)
 {
-    return rate * rtt_us / 1000000 * SBT_AUTO_FACTOR;
+    return rate * rtt_us / 1000000 * SBT_AUTO_FACTOR_NUM
+           / SBT_AUTO_FACTOR_DEN;
 }
 
 /**
  * The control law: the next SO_SNDBUF for a connection now at @a cur.
- * Grows at least twofold while send-buffer-limited (measured mode
- * only: a configured rate is trusted), shrinks at most by half a look
- * and never below the data in flight, which only an ACK can release.
+ * A configured rate is trusted.  A measured one: a send-buffer-limited
+ * flow doubles while the path shows no queue, and otherwise moves to
+ * the target plus a small step; a flow that is not limited moves to the
+ * target.  It shrinks at most by half a look and never below the data
+ * in flight, which only an ACK can release.
  */
-static int sbt_auto_next(const sbt_auto_ctx_t *ctx, int cur, int limited,
-                         apr_uint64_t in_flight, apr_uint32_t mss,
-                         const char **why)
+static int sbt_auto_next(const sbt_auto_t *a, const sbt_auto_seen_t *s,
+                         int cur, const char **why)
 {
-    apr_uint64_t next = sbt_auto_bdp_size(ctx->rate, ctx->rtt_us);
+    apr_uint64_t next = sbt_auto_target(a->rate, a->min_rtt_us);
+    apr_uint64_t floor = (apr_uint64_t)cur / 2;
 
-    if (limited && !ctx->d.tune.rate && next < 2 * (apr_uint64_t)cur) {
-        next = 2 * (apr_uint64_t)cur;
-    }
-    if (next < (apr_uint64_t)cur) {
-        apr_uint64_t floor = (apr_uint64_t)cur / 2;
-        if (floor < in_flight) {
-            floor = in_flight;
+    if (!a->d.tune.rate && s->limited) {
+        if (s->srtt_us <= a->min_rtt_us
+                          + (a->min_rtt_us >> SBT_AUTO_QUEUE_SHIFT)) {
+            if (next < 2 * (apr_uint64_t)cur) {
+                next = 2 * (apr_uint64_t)cur;
+            }
         }
-        if (next < floor) {
-            next = floor < (apr_uint64_t)cur ? floor : (apr_uint64_t)cur;
+        else {
+            next += (apr_uint64_t)s->mss * SBT_AUTO_STEP_SEGMENTS;
         }
     }
-    return sbt_auto_clamp(next, &ctx->d, mss, why);
+    if (floor < s->in_flight) {
+        floor = s->in_flight;
+    }
+    if (next < floor) {
+        next = floor < (apr_uint64_t)cur ? floor : (apr_uint64_t)cur;
+    }
+    return sbt_auto_clamp(next, &a->d, s->mss, why);
 }
 
 /** Resize only for a change worth a system call: +1/8 or -1/4. */
@@ -183,93 +226,204 @@ static int sbt_auto_worth_it(int cur, int next)
     return next > cur + cur / 8 || next < cur - cur / 4;
 }
 
-static void sbt_auto_set_chunk(sbt_auto_ctx_t *ctx)
+static void sbt_auto_set_chunk(sbt_auto_t *a, const sbt_sock_t *sock)
 {
-    ctx->chunk = ctx->st->effective >> SBT_AUTO_CHUNK_SHIFT;
-    if (ctx->chunk < SBT_AUTO_MIN_CHUNK) {
-        ctx->chunk = SBT_AUTO_MIN_CHUNK;
+    a->chunk = sbt_sock_known_size(sock) >> SBT_AUTO_CHUNK_SHIFT;
+    if (a->chunk < SBT_AUTO_MIN_CHUNK) {
+        a->chunk = SBT_AUTO_MIN_CHUNK;
     }
 }
 
-static int sbt_auto_current(const sbt_conn_t *st)
+static void sbt_auto_count(sbt_auto_t *a, conn_rec *c,
+                           const sbt_sock_did_t *did)
 {
-    if (st->state == SBT_SOCK_FIXED) {
-        return st->requested;
+    a->clamped |= did->clamped;
+    if (did->call) {
+        a->failures++;
+        sbt_sock_log_failure(c, did);
     }
-    return st->effective > 0 ? st->effective / 2 : 0;
 }
 
-static void sbt_auto_notes(request_rec *r, const sbt_auto_ctx_t *ctx)
+/** Still ramping up: leave the buffer to autotuning? */
+static int sbt_auto_ramping(sbt_auto_t *a)
 {
-    sbt_note_num(r, SBT_NOTE_RTT, ctx->rtt_us);
-    sbt_note_num(r, SBT_NOTE_BW, (apr_int64_t)ctx->rate * 8);
-    sbt_note_num(r, SBT_NOTE_RETUNES, ctx->retunes);
-    sbt_note_num(r, SBT_NOTE_REQUESTED, sbt_auto_current(ctx->st));
-    sbt_note_num(r, SBT_NOTE_EFFECTIVE, ctx->st->effective);
+    if (a->rtt_from_handshake
+        || a->rate > a->ramp_rate + (a->ramp_rate >> SBT_AUTO_RAMP_SHIFT)) {
+        a->ramp_rate = a->rate;
+        a->ramp_flat = 0;
+        return 1;
+    }
+    if (++a->ramp_flat < SBT_AUTO_RAMP_FLAT) {
+        return 1;
+    }
+    a->ramping = 0;
+    return 0;
 }
 
-/** One look at the connection during the response. */
-static void sbt_auto_look(request_rec *r, sbt_auto_ctx_t *ctx)
+/**
+ * A fresh socket is the kernel's: it grows the buffer with the
+ * congestion window, as fast as slow start needs, so auto lets it and
+ * takes over once the rate levels off.  Not when the rate is configured
+ * (sized at once), when an earlier response or the listener locked the
+ * socket, or when SndbufTuneLimits is narrower than the kernel's own
+ * range (tcp_wmem), which autotuning would step out of.
+ */
+static int sbt_auto_may_ramp(const sbt_auto_t *a, const sbt_sock_t *sock)
 {
-    sbt_tcp_info_t ti;
-    apr_time_t now = apr_time_now();
-    apr_uint64_t in_flight;
-    int rv, from_data, limited, cur, next;
+    const apr_uint32_t *w = sbt_kernel.tcp_wmem;
+
+    return !a->d.tune.rate && sock->state == SBT_SOCK_AUTOTUNED
+           && w[2] && 2 * (apr_uint64_t)a->d.limit_max >= w[2]
+           && 2 * (apr_uint64_t)a->d.limit_min <= w[1];
+}
+
+/** Move the buffer as the law says; @a conn is entered. */
+static void sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
+                            const sbt_auto_seen_t *s)
+{
+    sbt_sock_did_t did = {0};
     const char *why;
+    int cur, next;
 
-    if (now < ctx->next_look) {
-        return;
-    }
-    if ((rv = sbt_sock_tcp_info(ctx->st->fd, &ti)) != 0) {
-        sbt_log_failure(r, rv, "getsockopt(TCP_INFO)");
-        ctx->settled = 1;
-        return;
-    }
-    ctx->rtt_us = sbt_auto_rtt(&ti, &from_data);
-    if (!ctx->d.tune.rate) {
-        ctx->rate = sbt_auto_estimate(ctx->rate, &ti);
-        ctx->st->rate_estimate = ctx->rate;
-    }
-    limited = (ti.valid & SBT_TI_CHRONO)
-              && ((ti.sndbuf_limited_us - ctx->limited_us)
-                  << SBT_AUTO_LIMITED_SHIFT)
-                 > (apr_uint64_t)(now - ctx->last_look);
-    in_flight = (apr_uint64_t)ti.unacked * ti.snd_mss;
-    ctx->limited_us = ti.sndbuf_limited_us;
-    ctx->last_look = now;
-    ctx->next_look = now + (ti.rtt_us > SBT_AUTO_MIN_INTERVAL
-                            ? ti.rtt_us : SBT_AUTO_MIN_INTERVAL);
-
-    if (ctx->shared && !sbt_lock_shared()) {
-        return;
-    }
-    cur = sbt_auto_current(ctx->st);
-    next = sbt_auto_next(ctx, cur, limited, in_flight, ti.snd_mss, &why);
-    if (why) {
-        sbt_req_t *rq = sbt_req_get(r);
-        if (rq) {
-            rq->clamped = 1;
+    cur = sbt_sock_locked_at(&conn->sock);
+    if (!cur) {
+        /* Taking over from autotuning: from the size it reached. */
+        if (!sbt_sock_refresh(&conn->sock, &did)) {
+            sbt_auto_count(a, c, &did);
+            return;
         }
+        cur = conn->sock.effective / 2;
     }
-    if (sbt_auto_worth_it(cur, next)) {
-        const char *done = sbt_apply_fixed(r, ctx->st, next, ctx->shared);
-        ctx->retunes++;
-        ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r, "SndbufTune auto "
-                      "re-tune %d: rtt %uus rate %" APR_UINT64_T_FMT " B/s"
-                      "%s, %d -> %d%s%s: %s, effective %d", ctx->retunes,
-                      ctx->rtt_us, ctx->rate,
-                      limited ? ", send-buffer-limited" : "", cur, next,
-                      why ? ", " : "", why ? why : "", done,
-                      ctx->st->effective);
+    next = sbt_auto_next(a, s, cur, &why);
+    a->clamped |= why != NULL;
+    if (sbt_sock_locked_at(&conn->sock) && !sbt_auto_worth_it(cur, next)) {
+        return;
     }
-    else if (ctx->d.tune.rate && from_data) {
+    sbt_sock_fix(&conn->sock, next, a->shared, &did);
+    sbt_auto_count(a, c, &did);
+    a->retunes++;
+    ap_log_cerror(APLOG_MARK, APLOG_TRACE1, 0, c, "SndbufTune auto re-tune "
+                  "%d: min rtt %uus srtt %uus rate %" APR_UINT64_T_FMT
+                  " B/s%s, %d -> %d%s%s: %s, effective %d", a->retunes,
+                  a->min_rtt_us, s->srtt_us, a->rate,
+                  s->limited ? ", send-buffer-limited" : "", cur, next,
+                  why ? ", " : "", why ? why : "", did.done,
+                  conn->sock.effective);
+}
+
+/** One look at the connection, at most once per RTT. */
+static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
+{
+    apr_time_t now = apr_time_now();
+    sbt_auto_seen_t s;
+    sbt_tcp_info_t ti;
+    sbt_conn_t *conn;
+    int rv;
+
+    if (a->settled || now < a->next_look
+        || (conn = sbt_conn_enter(c)) == NULL) {
+        return;
+    }
+    if ((rv = sbt_sock_tcp_info(conn->sock.fd, &ti)) != 0) {
+        sbt_sock_did_t did = {0};
+
+        did.call = "getsockopt(TCP_INFO)";
+        did.err = rv;
+        sbt_auto_count(a, c, &did);
+        a->settled = 1;
+        sbt_conn_leave(c);
+        return;
+    }
+    sbt_auto_rtt(a, &ti);
+    if (!a->d.tune.rate) {
+        a->rate = sbt_auto_estimate(a->rate, &ti);
+        conn->rate_estimate = a->rate;
+    }
+    s.srtt_us = ti.rtt_us;
+    s.mss = ti.snd_mss;
+    s.in_flight = (apr_uint64_t)ti.unacked * ti.snd_mss;
+    s.limited = (ti.valid & SBT_TI_CHRONO)
+                && ((ti.sndbuf_limited_us - a->limited_us)
+                    << SBT_AUTO_LIMITED_SHIFT)
+                   > (apr_uint64_t)(now - a->last_look);
+    a->limited_us = ti.sndbuf_limited_us;
+    a->last_look = now;
+    a->next_look = now + (ti.rtt_us > SBT_AUTO_MIN_INTERVAL
+                          ? ti.rtt_us : SBT_AUTO_MIN_INTERVAL);
+    if (!a->ramping || !sbt_auto_ramping(a)) {
+        sbt_auto_retune(a, conn, c, &s);
         /* A configured rate and a data-based RTT: nothing will move. */
-        ctx->settled = 1;
+        a->settled = a->d.tune.rate && !a->rtt_from_handshake;
     }
-    sbt_auto_set_chunk(ctx);
-    if (ctx->shared) {
-        sbt_unlock_shared();
+    sbt_auto_set_chunk(a, &conn->sock);
+    sbt_conn_leave(c);
+}
+
+const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
+{
+    sbt_auto_t *a;
+    sbt_sock_did_t did = {0};
+
+    if (!(rq->start.valid & SBT_TI_BASE)) {
+        return "no TCP_INFO, socket left as it was";
     }
+    a = apr_pcalloc(r->pool, sizeof(*a));
+    a->d = rq->d;
+    a->shared = rq->shared;
+    a->flush = !rq->shared && !sbt_async_mpm;
+    a->rate = rq->d.tune.rate ? rq->d.tune.rate : conn->rate_estimate;
+    a->ramp_rate = a->rate;
+    sbt_auto_rtt(a, &rq->start);
+    a->limited_us = rq->start.sndbuf_limited_us;
+    a->last_look = apr_time_now();
+    rq->au = a;
+
+    sbt_sock_resolve(&conn->sock, &did);
+    sbt_auto_count(a, r->connection, &did);
+    a->ramping = sbt_auto_may_ramp(a, &conn->sock);
+    sbt_auto_set_chunk(a, &conn->sock);
+    if (a->ramping) {
+        a->next_look = a->last_look + (a->min_rtt_us > SBT_AUTO_MIN_INTERVAL
+                                       ? a->min_rtt_us : SBT_AUTO_MIN_INTERVAL);
+    }
+    else if (a->d.tune.rate) {
+        sbt_auto_seen_t s = {0};
+
+        s.mss = rq->start.snd_mss;
+        s.srtt_us = rq->start.rtt_us;
+        sbt_auto_retune(a, conn, r->connection, &s);
+        a->next_look = a->last_look + SBT_AUTO_MIN_INTERVAL;
+    }
+    else {
+        /* Resized at the first look, with the first chunk. */
+        a->next_look = a->last_look;
+    }
+    if (!a->shared && sbt_async_mpm) {
+        conn->draining = a;
+    }
+    return apr_psprintf(r->pool, "%s; rtt %uus%s, rate %" APR_UINT64_T_FMT
+                        " B/s (%s)%s",
+                        a->ramping ? "left to autotuning while the rate "
+                                     "ramps up"
+                                   : "sized from the rate and RTT",
+                        a->min_rtt_us,
+                        a->rtt_from_handshake ? " (handshake)" : "",
+                        a->rate, rq->d.tune.rate ? "configured"
+                                 : conn->rate_estimate ? "measured earlier"
+                                 : "to be measured",
+                        a->flush ? "; chunks flushed" : "");
+}
+
+void sbt_auto_end(sbt_auto_t *a, sbt_conn_t *conn, sbt_auto_outcome_t *o)
+{
+    if (conn->draining == a) {
+        conn->draining = NULL;
+    }
+    o->rtt_us = a->min_rtt_us;
+    o->rate = a->rate;
+    o->retunes = a->retunes;
+    o->clamped = a->clamped;
+    o->failures = a->failures;
 }
 
 /**
@@ -300,122 +454,80 @@ static apr_bucket *sbt_auto_cut(apr_bucket_brigade *bb, apr_off_t *left)
     return e;
 }
 
-static apr_status_t sbt_auto_filter(ap_filter_t *f, apr_bucket_brigade *bb)
+apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
+                           apr_bucket_brigade *bb)
 {
-    sbt_auto_ctx_t *ctx = f->ctx;
+    apr_bucket_brigade *rest = NULL;
     apr_off_t left;
     apr_bucket *cut;
     apr_status_t rv;
 
-    while (!ctx->settled) {
-        left = ctx->chunk - ctx->pending;
+    while (!a->handed_over) {
+        left = a->chunk - a->pending;
         cut = sbt_auto_cut(bb, &left);
         if (cut == APR_BRIGADE_SENTINEL(bb) && left > 0) {
-            ctx->pending = ctx->chunk - left;
+            a->pending = a->chunk - left;
             break;
         }
-        /* Flush the chunk, so the core writes it now and control comes
-         * back here while the rest is still queued in the kernel. */
-        ctx->rest = apr_brigade_split_ex(bb, cut, ctx->rest);
-        APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_flush_create(f->c->bucket_alloc));
+        rest = apr_brigade_split_ex(bb, cut, rest);
+        if (a->flush) {
+            /* Written now, so control comes back here while the rest is
+             * still queued in the kernel. */
+            APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_flush_create(
+                                            f->c->bucket_alloc));
+        }
         rv = ap_pass_brigade(f->next, bb);
         apr_brigade_cleanup(bb);
-        APR_BRIGADE_CONCAT(bb, ctx->rest);
+        APR_BRIGADE_CONCAT(bb, rest);
         if (rv != APR_SUCCESS) {
             return rv;
         }
-        ctx->pending = 0;
-        sbt_auto_look(f->r, ctx);
+        a->pending = 0;
+        sbt_auto_look(a, f->c);
+        /* Event MPM: once the socket is full the core keeps the rest and
+         * the MPM writes it without a worker; resume_connection looks. */
+        a->handed_over = !a->flush && !a->shared
+                         && f->c->data_in_output_filters;
     }
-    if (!APR_BRIGADE_EMPTY(bb)
-        && APR_BUCKET_IS_EOS(APR_BRIGADE_LAST(bb))) {
+    if (!APR_BRIGADE_EMPTY(bb) && APR_BUCKET_IS_EOS(APR_BRIGADE_LAST(bb))) {
         ap_remove_output_filter(f);
     }
     return ap_pass_brigade(f->next, bb);
 }
 
-/** Our filter, when an internal redirect carried it over. */
-static ap_filter_t *sbt_auto_filter_find(request_rec *r)
+/** Event MPM: a worker resumes the connection to write more of a
+ *  response in write completion, the socket having drained. */
+static void sbt_auto_resume_connection(conn_rec *c, request_rec *r)
 {
-    ap_filter_t *f;
+    sbt_conn_t *conn;
 
-    for (f = r->output_filters; f; f = f->next) {
-        if (f->frec == sbt_auto_filter_handle) {
-            return f;
-        }
+    (void)r;
+    if (c->master || !c->cs || c->cs->state != CONN_STATE_WRITE_COMPLETION) {
+        return;
     }
-    return NULL;
+    conn = ap_get_module_config(c->conn_config, &sndbuf_tune_module);
+    if (conn && conn->draining) {
+        sbt_auto_look(conn->draining, c);
+    }
 }
 
-const char *sbt_auto_start(request_rec *r, sbt_req_t *rq, int shared,
-                           int *asked)
+static int sbt_auto_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                                apr_pool_t *ptemp, server_rec *s)
 {
-    const sbt_tcp_info_t *ti = &rq->start;
-    sbt_auto_ctx_t *ctx;
-    ap_filter_t *f;
-    const char *why, *done;
-    int from_data;
-
-    *asked = -1;
-    if (!(ti->valid & SBT_TI_BASE)) {
-        return "no TCP_INFO, socket left as it was";
+    (void)pconf; (void)plog; (void)ptemp; (void)s;
+    if (ap_mpm_query(AP_MPMQ_IS_ASYNC, &sbt_async_mpm) != APR_SUCCESS) {
+        sbt_async_mpm = 0;
     }
-    ctx = apr_pcalloc(r->pool, sizeof(*ctx));
-    ctx->d = rq->d;
-    ctx->st = rq->st;
-    ctx->shared = shared;
-    ctx->rate = rq->d.tune.rate ? rq->d.tune.rate
-              : rq->st->rate_estimate ? rq->st->rate_estimate
-              : SBT_AUTO_START_RATE;
-    ctx->rtt_us = sbt_auto_rtt(ti, &from_data);
-    ctx->limited_us = ti->sndbuf_limited_us;
-    ctx->last_look = rq->started;
-    ctx->next_look = rq->started + SBT_AUTO_MIN_INTERVAL;
-    *asked = sbt_auto_clamp(sbt_auto_bdp_size(ctx->rate, ctx->rtt_us),
-                            &rq->d, ti->snd_mss, &why);
-    rq->clamped |= why != NULL;
-    if (rq->st->state == SBT_SOCK_FIXED
-        && !sbt_auto_worth_it(rq->st->requested, *asked)) {
-        /* An earlier request on this connection got close enough. */
-        *asked = rq->st->requested;
-        done = "close to the size in force, kept";
-    }
-    else {
-        done = sbt_apply_fixed(r, rq->st, *asked, shared);
-    }
-    sbt_auto_set_chunk(ctx);
-
-    if ((f = sbt_auto_filter_find(r)) != NULL) {
-        f->ctx = ctx;
-    }
-    else {
-        ap_add_output_filter_handle(sbt_auto_filter_handle, ctx, r,
-                                    r->connection);
-    }
-    rq->auto_ctx = ctx;
-    sbt_auto_notes(r, ctx);
-    return apr_psprintf(r->pool, "rtt %uus%s x rate %" APR_UINT64_T_FMT
-                        " B/s (%s) x %d = %d%s%s; %s", ctx->rtt_us,
-                        from_data ? "" : " (handshake)", ctx->rate,
-                        rq->d.tune.rate ? "configured"
-                        : rq->st->rate_estimate ? "measured earlier"
-                        : "starting assumption",
-                        SBT_AUTO_FACTOR, *asked,
-                        why ? ", " : "", why ? why : "", done);
-}
-
-void sbt_auto_finish(request_rec *r, const sbt_req_t *rq)
-{
-    if (rq->auto_ctx) {
-        sbt_auto_notes(r, rq->auto_ctx);
-    }
+    return OK;
 }
 
 void sbt_auto_register_hooks(void)
 {
-    /* After the protocol filters (chunking included), so the bytes it
-     * counts are the ones the connection filters and the socket see. */
-    sbt_auto_filter_handle =
-        ap_register_output_filter("SNDBUF_TUNE_AUTO", sbt_auto_filter, NULL,
-                                  AP_FTYPE_TRANSCODE + 5);
+    /* Which MPM writes the responses, before children fork. */
+    ap_hook_post_config(sbt_auto_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    /* Event MPM's write completion calls no request filter: the
+     * connection's resumption on a worker is the only moment auto can
+     * look, just before the core writes more. */
+    ap_hook_resume_connection(sbt_auto_resume_connection, NULL, NULL,
+                              APR_HOOK_MIDDLE);
 }

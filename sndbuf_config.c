@@ -16,6 +16,8 @@
 #include "apr_lib.h"
 #include "apr_strings.h"
 
+#include <arpa/inet.h>
+
 #include "sndbuf_tune.h"
 
 /* Rates SndbufTuneBandwidth accepts, in bits/s. */
@@ -28,7 +30,21 @@
 #define SBT_AUTO_MIN_DEFAULT   (8 * 1024)
 #define SBT_AUTO_MAX_FALLBACK  (4 * 1024 * 1024)
 
-int sbt_largest_size;
+/* The largest size any directive of the configuration being read asks
+ * for, for the startup warning about net.core.wmem_max. */
+static int sbt_largest_size;
+
+int sbt_config_largest_size(void)
+{
+    return sbt_largest_size;
+}
+
+static void sbt_note_size(int size)
+{
+    if (size > sbt_largest_size) {
+        sbt_largest_size = size;
+    }
+}
 
 /* ---------------------------------------------------------------- */
 /* Parsers                                                          */
@@ -118,40 +134,54 @@ static const char *sbt_parse_policy(const char *arg, sbt_setting_t *t)
     }
     else {
         t->policy = SBT_POLICY_FIXED;
-        if (t->size > sbt_largest_size) {
-            sbt_largest_size = t->size;
-        }
+        sbt_note_size(t->size);
     }
     return NULL;
 }
 
-/** "<address>[/<prefix>]", IPv4 or IPv6. */
-static const char *sbt_parse_network(apr_pool_t *p, const char *arg,
-                                     sbt_network_t *net)
+/** "<address>[/<prefix>]", IPv4 (all four parts) or IPv6. */
+static const char *sbt_parse_cidr(const char *arg, sbt_cidr_t *net)
 {
-    char *ip = apr_pstrdup(p, arg), *slash = strchr(ip, '/');
-    int bits = strchr(ip, ':') ? 128 : 32;
-    const char *c;
-    apr_status_t rv;
+    char ip[64];
+    const char *slash = strchr(arg, '/'), *c;
+    apr_size_t len = slash ? (apr_size_t)(slash - arg) : strlen(arg);
+    int bits, i;
 
-    net->family = bits == 128 ? APR_INET6 : APR_INET;
+    if (len == 0 || len >= sizeof(ip)) {
+        return "not an IPv4 or IPv6 network";
+    }
+    memcpy(ip, arg, len);
+    ip[len] = '\0';
+    memset(net, 0, sizeof(*net));
+    if (inet_pton(AF_INET, ip, net->addr) == 1) {
+        net->family = 4;
+    }
+    else if (inet_pton(AF_INET6, ip, net->addr) == 1) {
+        net->family = 6;
+    }
+    else {
+        return "not an IPv4 or IPv6 network";
+    }
+    bits = net->family == 4 ? 32 : 128;
     net->prefix = bits;
     if (slash) {
-        *slash++ = '\0';
-        for (c = slash; apr_isdigit(*c); c++)
-            ;
-        if (!*slash || *c || (net->prefix = atoi(slash)) > bits) {
-            return apr_psprintf(p, "prefix length must be 0 to %d", bits);
+        for (c = slash + 1, net->prefix = 0; apr_isdigit(*c); c++) {
+            net->prefix = net->prefix * 10 + (*c - '0');
+            if (net->prefix > bits) {
+                break;
+            }
+        }
+        if (c == slash + 1 || *c || net->prefix > bits) {
+            return net->family == 4 ? "prefix length must be 0 to 32"
+                                    : "prefix length must be 0 to 128";
         }
     }
-    /* APR refuses a zero mask; check the address with a full one. */
-    rv = apr_ipsubnet_create(&net->subnet, ip, net->prefix ? slash : NULL, p);
-    if (rv != APR_SUCCESS) {
-        return rv == APR_EBADMASK ? "bad prefix length"
-                                  : "not an IPv4 or IPv6 network";
-    }
-    if (!net->prefix) {
-        net->subnet = NULL;
+    for (i = 0; i < 16; i++) {
+        int keep = net->prefix - 8 * i;
+
+        if (keep < 8) {
+            net->addr[i] &= keep <= 0 ? 0 : (unsigned char)(0xff << (8 - keep));
+        }
     }
     return NULL;
 }
@@ -219,9 +249,7 @@ static const char *sbt_cmd_limits(cmd_parms *cmd, void *dconf,
         return apr_psprintf(cmd->pool, "%s: '%s': %s", cmd->cmd->name,
                             bad, why);
     }
-    if (conf->limit_max > sbt_largest_size) {
-        sbt_largest_size = conf->limit_max;
-    }
+    sbt_note_size(conf->limit_max);
     return NULL;
 }
 
@@ -232,10 +260,11 @@ static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
     sbt_srv_conf_t *sconf = ap_get_module_config(cmd->server->module_config,
                                                  &sndbuf_tune_module);
     sbt_network_t *net = apr_pcalloc(cmd->pool, sizeof(*net));
+    const sbt_network_t *dup;
     const char *why, *bad = cidr;
 
     (void)dummy;
-    if ((why = sbt_parse_network(cmd->pool, cidr, net)) == NULL) {
+    if ((why = sbt_parse_cidr(cidr, &net->net)) == NULL) {
         bad = policy;
         why = sbt_parse_policy(policy, &net->tune);
     }
@@ -252,7 +281,14 @@ static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
     net->tune.rule = apr_psprintf(cmd->pool, "SndbufTuneNetwork %s at %s:%d",
                                   cidr, cmd->directive->filename,
                                   cmd->directive->line_num);
-    *(sbt_network_t *)apr_array_push(sconf->networks) = *net;
+    net->status_slot = -1;
+    if (!sconf->rules) {
+        sconf->rules = sbt_rules_make(cmd->pool);
+    }
+    if ((dup = sbt_rules_add(sconf->rules, net)) != NULL) {
+        return apr_psprintf(cmd->pool, "%s: '%s': the same network as %s",
+                            cmd->cmd->name, cidr, dup->tune.rule);
+    }
     return NULL;
 }
 
@@ -316,59 +352,29 @@ void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
 
 void *sbt_create_srv_conf(apr_pool_t *p, server_rec *s)
 {
-    sbt_srv_conf_t *conf = apr_palloc(p, sizeof(*conf));
+    sbt_srv_conf_t *conf = apr_pcalloc(p, sizeof(*conf));
 
     (void)s;
-    conf->networks = apr_array_make(p, 2, sizeof(sbt_network_t));
+    conf->status_slot = -1;
     return conf;
 }
 
 void *sbt_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
 {
     const sbt_srv_conf_t *base = basev, *add = addv;
-    sbt_srv_conf_t *conf = apr_palloc(p, sizeof(*conf));
+    sbt_srv_conf_t *conf = apr_pcalloc(p, sizeof(*conf));
 
-    /* The vhost's own rules first, so they win ties of prefix length. */
-    conf->networks = apr_array_append(p, add->networks, base->networks);
+    /* Every vhost points at the main server's rules rather than copying
+     * them: a thousand vhosts cost one table. */
+    conf->rules = add->rules;
+    conf->base_rules = base->rules;
+    conf->status_slot = -1;
     return conf;
 }
 
 /* ---------------------------------------------------------------- */
 /* The policy for a request                                         */
 /* ---------------------------------------------------------------- */
-
-/** Does @a client fall in @a net?  IPv4-mapped IPv6 counts as IPv4. */
-static int sbt_network_has(const sbt_network_t *net, apr_sockaddr_t *client)
-{
-    int family = client->family;
-
-#if APR_HAVE_IPV6
-    if (family == APR_INET6
-        && IN6_IS_ADDR_V4MAPPED(&client->sa.sin6.sin6_addr)) {
-        family = APR_INET;
-    }
-#endif
-    if (!net->subnet) {
-        return family == net->family;
-    }
-    return apr_ipsubnet_test(net->subnet, client);
-}
-
-static const sbt_network_t *sbt_match_network(const sbt_srv_conf_t *conf,
-                                              apr_sockaddr_t *client)
-{
-    const sbt_network_t *nets = (const sbt_network_t *)conf->networks->elts;
-    const sbt_network_t *best = NULL;
-    int i;
-
-    for (i = 0; i < conf->networks->nelts; i++) {
-        if ((!best || nets[i].prefix > best->prefix)
-            && sbt_network_has(&nets[i], client)) {
-            best = &nets[i];
-        }
-    }
-    return best;
-}
 
 int sbt_decide(request_rec *r, sbt_decision_t *d)
 {
@@ -380,8 +386,9 @@ int sbt_decide(request_rec *r, sbt_decision_t *d)
 
     /* useragent_addr: the client as mod_remoteip sees it, when loaded;
      * otherwise the connection's peer. */
-    if (!dc->tune_in_section && sc->networks->nelts && r->useragent_addr) {
-        net = sbt_match_network(sc, r->useragent_addr);
+    if (!dc->tune_in_section && (sc->rules || sc->base_rules)
+        && r->useragent_addr) {
+        net = sbt_rules_match(sc->rules, sc->base_rules, r->useragent_addr);
     }
     d->network = net;
     d->tune = net ? net->tune : dc->tune;
@@ -399,4 +406,19 @@ int sbt_decide(request_rec *r, sbt_decision_t *d)
         d->limit_min = d->limit_max;
     }
     return 1;
+}
+
+static int sbt_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
+                                 apr_pool_t *ptemp)
+{
+    (void)pconf; (void)plog; (void)ptemp;
+    /* A restart reads the configuration again from scratch. */
+    sbt_largest_size = 0;
+    return OK;
+}
+
+void sbt_config_register_hooks(void)
+{
+    /* Before the directives are read. */
+    ap_hook_pre_config(sbt_config_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
 }

@@ -28,6 +28,8 @@
 
 #include "sndbuf_kernel.h"
 
+sbt_kernel_t sbt_kernel;
+
 /* SO_BUF_LOCK bits, as the kernel defines SOCK_SNDBUF_LOCK/RCVBUF_LOCK. */
 #define SBT_SNDBUF_LOCK 1
 
@@ -48,8 +50,9 @@ static int read_sysctl_u32s(const char *path, apr_uint32_t *out,
     return i;
 }
 
-void sbt_kernel_probe(sbt_kernel_t *k)
+void sbt_kernel_probe(void)
 {
+    sbt_kernel_t *k = &sbt_kernel;
     int fd;
 
     memset(k, 0, sizeof(*k));
@@ -104,6 +107,23 @@ int sbt_sock_set_sndbuf(int fd, int bytes)
            ? errno : 0;
 }
 
+int sbt_sock_sndbuf_locked(int fd, int *locked)
+{
+#ifdef SBT_HAVE_BUF_LOCK
+    int locks = 0;
+    socklen_t len = sizeof(locks);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &locks, &len)) {
+        return errno;
+    }
+    *locked = (locks & SBT_SNDBUF_LOCK) != 0;
+    return 0;
+#else
+    (void)fd; (void)locked;
+    return ENOTSUP;
+#endif
+}
+
 int sbt_sock_release_sndbuf(int fd, int initial, int restore_to)
 {
 #ifdef SBT_HAVE_BUF_LOCK
@@ -152,7 +172,6 @@ int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
     if (TI_HAS(len, tcpi_total_retrans)) {
         out->valid |= SBT_TI_BASE;
         out->rtt_us = ti.tcpi_rtt;
-        out->snd_cwnd = ti.tcpi_snd_cwnd;
         out->snd_mss = ti.tcpi_snd_mss;
         out->total_retrans = ti.tcpi_total_retrans;
         out->unacked = ti.tcpi_unacked;
@@ -160,10 +179,6 @@ int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
     if (TI_HAS(len, tcpi_bytes_acked)) {
         out->valid |= SBT_TI_BYTES_ACKED;
         out->bytes_acked = ti.tcpi_bytes_acked;
-    }
-    if (TI_HAS(len, tcpi_notsent_bytes)) {
-        out->valid |= SBT_TI_NOTSENT;
-        out->notsent_bytes = ti.tcpi_notsent_bytes;
     }
     if (TI_HAS(len, tcpi_min_rtt)) {
         out->valid |= SBT_TI_MIN_RTT;
@@ -176,12 +191,7 @@ int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
     }
     if (TI_HAS(len, tcpi_sndbuf_limited)) {
         out->valid |= SBT_TI_CHRONO;
-        out->busy_us = ti.tcpi_busy_time;
         out->sndbuf_limited_us = ti.tcpi_sndbuf_limited;
-    }
-    if (TI_HAS(len, tcpi_bytes_sent)) {
-        out->valid |= SBT_TI_BYTES_SENT;
-        out->bytes_sent = ti.tcpi_bytes_sent;
     }
     return 0;
 #else

@@ -24,35 +24,32 @@ typedef struct {
     int has_tcp_info;          /**< TCP_INFO works */
 } sbt_kernel_t;
 
+/** Set by sbt_kernel_probe() in post_config, before children fork. */
+extern sbt_kernel_t sbt_kernel;
+
 /** The TCP_INFO fields the module uses; a field the running kernel did
  *  not fill in (shorter optlen) has its bit clear in @c valid. */
 typedef struct {
     unsigned int valid;        /**< SBT_TI_* bits */
     apr_uint32_t rtt_us;       /**< smoothed RTT (EWMA) */
     apr_uint32_t min_rtt_us;   /**< windowed minimum RTT */
-    apr_uint32_t snd_cwnd;     /**< congestion window, segments */
     apr_uint32_t snd_mss;
     apr_uint32_t total_retrans;
     apr_uint32_t unacked;      /**< segments in flight */
-    apr_uint32_t notsent_bytes;    /**< queued, not yet sent */
     int app_limited;           /**< delivery_rate sample was app-limited */
     apr_uint64_t bytes_acked;
-    apr_uint64_t bytes_sent;
     apr_uint64_t delivery_rate;    /**< bytes per second */
     apr_uint64_t sndbuf_limited_us;
-    apr_uint64_t busy_us;
 } sbt_tcp_info_t;
 
-#define SBT_TI_BASE        0x01  /**< rtt, cwnd, mss, total_retrans */
+#define SBT_TI_BASE        0x01  /**< rtt, mss, total_retrans, unacked */
 #define SBT_TI_BYTES_ACKED 0x02
 #define SBT_TI_MIN_RTT     0x04
 #define SBT_TI_DELIVERY    0x08
-#define SBT_TI_CHRONO      0x10  /**< busy and sndbuf_limited times */
-#define SBT_TI_BYTES_SENT  0x20
-#define SBT_TI_NOTSENT     0x40
+#define SBT_TI_CHRONO      0x10  /**< sndbuf_limited time */
 
-/** Fill @a k from /proc and a probe socket; never fails, unknowns stay 0. */
-void sbt_kernel_probe(sbt_kernel_t *k);
+/** Fill sbt_kernel from /proc and a probe socket; unknowns stay 0. */
+void sbt_kernel_probe(void);
 
 /** The raw descriptor behind an APR socket, or -1. */
 int sbt_sock_fd(apr_socket_t *sock);
@@ -62,6 +59,9 @@ int sbt_sock_get_sndbuf(int fd, int *bytes);
 
 /** setsockopt(SO_SNDBUF): fixes the size and locks out autotuning. */
 int sbt_sock_set_sndbuf(int fd, int bytes);
+
+/** Is the send buffer's size locked (SO_BUF_LOCK send bit)?  0 or errno. */
+int sbt_sock_sndbuf_locked(int fd, int *locked);
 
 /**
  * Give the send buffer back to kernel autotuning: shrink it to

@@ -2,23 +2,19 @@
 
 /*
  * sndbuf_socket.c: what the module does to a connection's socket, and
- * what it remembers about it so that a keep-alive connection whose next
- * request wants the same thing costs no system call.
+ * what it remembers of it (sbt_sock_t), so that a keep-alive connection
+ * whose next request wants the same thing costs no system call.
  *
  * A failing socket call never fails the request: the socket is left as
- * it was, and the failure is logged (one warning a minute per child,
- * the rest at debug).
+ * it was, the caller counts the failure, and sbt_sock_log_failure logs
+ * it (one warning a minute per child, the rest at debug).
  */
 
 #include "httpd.h"
 #include "http_config.h"
-#include "http_connection.h"
-#include "http_core.h"
 #include "http_log.h"
 
 #include "apr_atomic.h"
-#include "apr_strings.h"
-#include "apr_thread_mutex.h"
 
 #include "sndbuf_tune.h"
 
@@ -29,178 +25,156 @@ APLOG_USE_MODULE(sndbuf_tune);
 
 #define SBT_WARN_INTERVAL   60  /* seconds between warnings, per child */
 
-sbt_kernel_t sbt_kernel;
-int sbt_core_sndbuf;
-
-#if APR_HAS_THREADS
-/** Serialises the HTTP/2 streams that share a primary connection. */
-static apr_thread_mutex_t *sbt_shared_mutex;
-#endif
-
 static apr_uint32_t sbt_warned_at;
 static apr_uint32_t sbt_failures_hushed;
 
-sbt_req_t *sbt_req_get(request_rec *r)
+static int sbt_initial_size(void)
 {
-    return ap_get_module_config(r->request_config, &sndbuf_tune_module);
+    return sbt_kernel.tcp_wmem[1] ? (int)sbt_kernel.tcp_wmem[1]
+                                  : SBT_DEFAULT_INITIAL;
 }
 
-void sbt_log_failure(request_rec *r, int err, const char *what)
+void sbt_sock_init(sbt_sock_t *s, int fd)
 {
-    apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now());
-    apr_uint32_t last = apr_atomic_read32(&sbt_warned_at);
-    sbt_req_t *rq = sbt_req_get(r);
+    s->fd = fd;
+    s->state = SBT_SOCK_UNKNOWN;
+    s->requested = 0;
+    s->effective = -1;
+}
 
-    if (rq) {
-        rq->failures++;
+static void sbt_failed(sbt_sock_did_t *did, const char *call, int err,
+                       const char *done)
+{
+    did->call = call;
+    did->err = err;
+    did->done = done;
+}
+
+int sbt_sock_refresh(sbt_sock_t *s, sbt_sock_did_t *did)
+{
+    int rv = sbt_sock_get_sndbuf(s->fd, &s->effective);
+
+    if (rv) {
+        s->effective = -1;
+        sbt_failed(did, "getsockopt(SO_SNDBUF)", rv, "size unknown");
     }
-    if ((last == 0 || now - last >= SBT_WARN_INTERVAL)
-        && apr_atomic_cas32(&sbt_warned_at, now, last) == last) {
-        apr_uint32_t hushed = apr_atomic_xchg32(&sbt_failures_hushed, 0);
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, APR_FROM_OS_ERROR(err), r,
-                      "%s failed, socket left as it was (%u more such "
-                      "failures logged only at debug level since the last "
-                      "warning)", what, hushed);
+    return rv == 0;
+}
+
+void sbt_sock_resolve(sbt_sock_t *s, sbt_sock_did_t *did)
+{
+    int locked = 0, rv;
+
+    if (s->state != SBT_SOCK_UNKNOWN) {
         return;
     }
-    apr_atomic_inc32(&sbt_failures_hushed);
-    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, APR_FROM_OS_ERROR(err), r,
-                  "%s failed, socket left as it was", what);
-}
-
-sbt_conn_t *sbt_conn_get(conn_rec *primary)
-{
-    sbt_conn_t *st = ap_get_module_config(primary->conn_config,
-                                          &sndbuf_tune_module);
-
-    /* Made on first use, so connections no policy applies to cost
-     * nothing at all. */
-    if (!st) {
-        st = apr_palloc(primary->pool, sizeof(*st));
-        st->fd = sbt_sock_fd(ap_get_conn_socket(primary));
-        st->state = sbt_core_sndbuf ? SBT_SOCK_INHERITED : SBT_SOCK_AUTOTUNED;
-        st->requested = 0;
-        st->effective = -1;
-        st->rate_estimate = 0;
-        st->last_end.valid = 0;
-        ap_set_module_config(primary->conn_config, &sndbuf_tune_module, st);
+    /* No lock to read means no SO_BUF_LOCK, so no way to undo one
+     * either: treat the socket as the kernel's. */
+    if (sbt_kernel.has_buf_lock
+        && (rv = sbt_sock_sndbuf_locked(s->fd, &locked)) != 0) {
+        sbt_failed(did, "getsockopt(SO_BUF_LOCK)", rv, "lock unknown");
+        return;
     }
-    return st;
+    s->state = locked ? SBT_SOCK_LOCKED : SBT_SOCK_AUTOTUNED;
+    sbt_sock_refresh(s, did);
 }
 
-static void sbt_read_effective(sbt_conn_t *st)
+int sbt_sock_locked_at(const sbt_sock_t *s)
 {
-    if (sbt_sock_get_sndbuf(st->fd, &st->effective)) {
-        st->effective = -1;
+    if (s->state == SBT_SOCK_FIXED) {
+        return s->requested;
     }
+    if (s->state == SBT_SOCK_LOCKED && s->effective > 0) {
+        return s->effective / 2;
+    }
+    return 0;
 }
 
-const char *sbt_apply_fixed(request_rec *r, sbt_conn_t *st, int size,
-                            int shared)
+int sbt_sock_known_size(const sbt_sock_t *s)
+{
+    return s->effective > 0 ? s->effective : sbt_initial_size();
+}
+
+void sbt_sock_fix(sbt_sock_t *s, int size, int shared, sbt_sock_did_t *did)
 {
     int rv;
 
-    if (st->state == SBT_SOCK_FIXED && st->requested == size) {
-        return "unchanged";
+    did->done = "set";
+    if (s->state == SBT_SOCK_FIXED && s->requested == size) {
+        did->done = "unchanged";
+        return;
     }
-    if (shared && st->state == SBT_SOCK_FIXED && st->requested > size) {
-        return "kept the larger size of another HTTP/2 stream";
+    if (shared && s->state == SBT_SOCK_FIXED && s->requested > size) {
+        did->done = "kept the larger size of another HTTP/2 stream";
+        return;
     }
-    if ((rv = sbt_sock_set_sndbuf(st->fd, size)) != 0) {
-        sbt_log_failure(r, rv, apr_psprintf(r->pool,
-                        "setsockopt(SO_SNDBUF, %d)", size));
-        return "setsockopt failed";
+    if ((rv = sbt_sock_set_sndbuf(s->fd, size)) != 0) {
+        sbt_failed(did, "setsockopt(SO_SNDBUF)", rv, "setsockopt failed");
+        return;
     }
-    st->state = SBT_SOCK_FIXED;
-    st->requested = size;
-    sbt_read_effective(st);
+    s->state = SBT_SOCK_FIXED;
+    s->requested = size;
+    sbt_sock_refresh(s, did);
     if (sbt_kernel.wmem_max && (apr_uint32_t)size > sbt_kernel.wmem_max) {
-        sbt_req_t *rq = sbt_req_get(r);
-        if (rq) {
-            rq->clamped = 1;
-        }
-        return "set, capped by net.core.wmem_max";
+        did->clamped = 1;
+        did->done = "set, capped by net.core.wmem_max";
     }
-    return "set";
 }
 
-const char *sbt_apply_unset(request_rec *r, sbt_conn_t *st, int shared)
+void sbt_sock_unset(sbt_sock_t *s, int shared, sbt_sock_did_t *did)
 {
-    int initial, restore_to, rv;
+    int rv;
 
-    if (st->state == SBT_SOCK_AUTOTUNED) {
-        /* Autotuning moves the size under us: report the current one. */
-        sbt_read_effective(st);
-        return "autotuning";
+    sbt_sock_resolve(s, did);
+    if (did->call) {
+        return;
     }
-    if (shared && st->state == SBT_SOCK_FIXED) {
-        return "kept the fixed size of another HTTP/2 stream";
+    if (s->state == SBT_SOCK_AUTOTUNED) {
+        /* Autotuning moves the size under us: report the current one. */
+        did->done = "autotuning";
+        sbt_sock_refresh(s, did);
+        return;
+    }
+    if (shared && s->state == SBT_SOCK_FIXED) {
+        did->done = "kept the fixed size of another HTTP/2 stream";
+        return;
     }
     if (!sbt_kernel.has_buf_lock) {
-        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "cannot give the send "
-                      "buffer back to autotuning: this kernel lacks "
-                      "SO_BUF_LOCK (Linux >= 5.15)");
-        return "left locked (no SO_BUF_LOCK)";
+        did->done = "left locked: this kernel lacks SO_BUF_LOCK "
+                    "(Linux >= 5.15)";
+        return;
     }
     /* Autotuning only ever grows a buffer: start it where the kernel
      * starts a new socket. */
-    initial = sbt_kernel.tcp_wmem[1] ? (int)sbt_kernel.tcp_wmem[1]
-                                     : SBT_DEFAULT_INITIAL;
-    restore_to = (st->state == SBT_SOCK_FIXED) ? st->requested
-                                               : sbt_core_sndbuf;
-    if ((rv = sbt_sock_release_sndbuf(st->fd, initial, restore_to)) != 0) {
-        sbt_log_failure(r, rv, "clearing the SO_SNDBUF lock (SO_BUF_LOCK)");
-        return "unlock failed";
+    rv = sbt_sock_release_sndbuf(s->fd, sbt_initial_size(),
+                                 sbt_sock_locked_at(s));
+    if (rv) {
+        sbt_failed(did, "clearing the SO_SNDBUF lock (SO_BUF_LOCK)", rv,
+                   "unlock failed");
+        return;
     }
-    st->state = SBT_SOCK_AUTOTUNED;
-    st->requested = 0;
-    sbt_read_effective(st);
-    return "released to autotuning";
+    s->state = SBT_SOCK_AUTOTUNED;
+    s->requested = 0;
+    did->done = "released to autotuning";
+    sbt_sock_refresh(s, did);
 }
 
-int sbt_lock_shared(void)
+void sbt_sock_log_failure(conn_rec *c, const sbt_sock_did_t *did)
 {
-#if APR_HAS_THREADS
-    return sbt_shared_mutex
-           && apr_thread_mutex_lock(sbt_shared_mutex) == APR_SUCCESS;
-#else
-    return 1;
-#endif
-}
+    apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now());
+    apr_uint32_t last = apr_atomic_read32(&sbt_warned_at);
 
-void sbt_unlock_shared(void)
-{
-#if APR_HAS_THREADS
-    if (sbt_shared_mutex) {
-        apr_thread_mutex_unlock(sbt_shared_mutex);
+    if ((last == 0 || now - last >= SBT_WARN_INTERVAL)
+        && apr_atomic_cas32(&sbt_warned_at, now, last) == last) {
+        apr_uint32_t hushed = apr_atomic_xchg32(&sbt_failures_hushed, 0);
+
+        ap_log_cerror(APLOG_MARK, APLOG_WARNING, APR_FROM_OS_ERROR(did->err),
+                      c, "%s failed, socket left as it was (%u more such "
+                      "failures logged only at debug level since the last "
+                      "warning)", did->call, hushed);
+        return;
     }
-#endif
-}
-
-void sbt_socket_child_init(apr_pool_t *pchild, server_rec *s)
-{
-#if APR_HAS_THREADS
-    apr_status_t rv = apr_thread_mutex_create(&sbt_shared_mutex,
-                                              APR_THREAD_MUTEX_DEFAULT,
-                                              pchild);
-    if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "cannot create the "
-                     "mutex for HTTP/2 connections; their streams will "
-                     "not be tuned");
-        sbt_shared_mutex = NULL;
-    }
-#else
-    (void)pchild; (void)s;
-#endif
-}
-
-void sbt_note(request_rec *r, const char *key, const char *val)
-{
-    apr_table_setn(r->notes, key, val);
-    apr_table_setn(r->subprocess_env, key, val);
-}
-
-void sbt_note_num(request_rec *r, const char *key, apr_int64_t v)
-{
-    sbt_note(r, key, v >= 0 ? apr_off_t_toa(r->pool, v) : "-");
+    apr_atomic_inc32(&sbt_failures_hushed);
+    ap_log_cerror(APLOG_MARK, APLOG_DEBUG, APR_FROM_OS_ERROR(did->err), c,
+                  "%s failed, socket left as it was", did->call);
 }

@@ -110,11 +110,10 @@ static void sbt_count(sbt_slot_t *table, int slot, const sbt_outcome_t *o)
     sbt_add(&c->hist[sbt_bucket(o->effective)], 1);
 }
 
-void sbt_status_record(request_rec *r, const sbt_outcome_t *o)
+void sbt_status_record(const sbt_outcome_t *o)
 {
     const sbt_srv_conf_t *sc;
 
-    (void)r;
     if (!sbt_shm || !o->server
         || (unsigned)o->policy > (unsigned)SBT_POLICY_AUTO) {
         return;
@@ -355,50 +354,38 @@ static apr_array_header_t *sbt_servers(apr_pool_t *p, server_rec *main_s)
     return all;
 }
 
-/** Core gives a vhost that uses none of this module's directives the
- *  main server's configuration itself, not a merged copy; such a vhost
- *  gets a copy of its own here, so that it has a status_slot of its
- *  own.  The copy shares the rules (same names, so same slots). */
-static void sbt_own_srv_confs(apr_pool_t *pconf, apr_array_header_t *servers)
+/** Every rule of the configuration, once: the vhosts' own, and the
+ *  main server's, which the vhosts share. */
+static apr_array_header_t *sbt_all_rules(apr_pool_t *p,
+                                         apr_array_header_t *servers)
 {
-    apr_hash_t *seen = apr_hash_make(pconf);
-    int i;
-
-    for (i = 0; i < servers->nelts; i++) {
-        server_rec *s = ((server_rec **)servers->elts)[i];
-        sbt_srv_conf_t *sc = sbt_srv_conf(s);
-
-        if (apr_hash_get(seen, &sc, sizeof(sc))) {
-            sc = apr_pmemdup(pconf, sc, sizeof(*sc));
-            ap_set_module_config(s->module_config, &sndbuf_tune_module, sc);
-        }
-        apr_hash_set(seen, apr_pmemdup(pconf, &sc, sizeof(sc)), sizeof(sc),
-                     s);
-    }
-}
-
-/** Without a segment: count nothing. */
-static void sbt_unmap_all(apr_array_header_t *servers)
-{
+    apr_array_header_t *all = apr_array_make(p, 16, sizeof(sbt_network_t *));
     int i, j;
 
     for (i = 0; i < servers->nelts; i++) {
-        sbt_srv_conf_t *sc = sbt_srv_conf(((server_rec **)servers->elts)[i]);
-        sbt_network_t *nets = (sbt_network_t *)sc->networks->elts;
+        const sbt_srv_conf_t *sc = sbt_srv_conf(((server_rec **)servers->elts)[i]);
+        const apr_array_header_t *own;
 
-        sc->status_slot = -1;
-        for (j = 0; j < sc->networks->nelts; j++) {
-            nets[j].status_slot = -1;
+        if (!sc->rules) {
+            continue;
+        }
+        own = sbt_rules_all(sc->rules);
+        for (j = 0; j < own->nelts; j++) {
+            *(const sbt_network_t **)apr_array_push(all) =
+                ((const sbt_network_t **)own->elts)[j];
         }
     }
+    return all;
 }
 
 static void sbt_map_all(apr_array_header_t *servers, apr_uint32_t gen,
                         apr_pool_t *ptemp, server_rec *main_s)
 {
     server_rec **sv = (server_rec **)servers->elts;
+    apr_array_header_t *rules = sbt_all_rules(ptemp, servers);
+    sbt_network_t **nets = (sbt_network_t **)rules->elts;
     sbt_map_t vm, rm;
-    int i, j;
+    int i;
 
     /* Vhosts.  A name shared by several server_recs (IP-based vhosts
      * with one ServerName and port) shares their slot. */
@@ -412,26 +399,14 @@ static void sbt_map_all(apr_array_header_t *servers, apr_uint32_t gen,
             sbt_map_slot(&vm, sbt_vhost_name(ptemp, sv[i]));
     }
 
-    /* Rules.  A vhost holds copies of the main server's rules: same
-     * name, so one slot. */
     sbt_map_begin(&rm, sbt_shm->rule, gen, ptemp);
-    for (i = 0; i < servers->nelts; i++) {
-        sbt_srv_conf_t *sc = sbt_srv_conf(sv[i]);
-        sbt_network_t *nets = (sbt_network_t *)sc->networks->elts;
-
-        for (j = 0; j < sc->networks->nelts; j++) {
-            sbt_map_want(&rm, sbt_slot_name(ptemp, nets[j].tune.rule));
-        }
+    for (i = 0; i < rules->nelts; i++) {
+        sbt_map_want(&rm, sbt_slot_name(ptemp, nets[i]->tune.rule));
     }
     sbt_map_place(&rm);
-    for (i = 0; i < servers->nelts; i++) {
-        sbt_srv_conf_t *sc = sbt_srv_conf(sv[i]);
-        sbt_network_t *nets = (sbt_network_t *)sc->networks->elts;
-
-        for (j = 0; j < sc->networks->nelts; j++) {
-            nets[j].status_slot =
-                sbt_map_slot(&rm, sbt_slot_name(ptemp, nets[j].tune.rule));
-        }
+    for (i = 0; i < rules->nelts; i++) {
+        nets[i]->status_slot =
+            sbt_map_slot(&rm, sbt_slot_name(ptemp, nets[i]->tune.rule));
     }
 
     if (vm.overflow || rm.overflow) {
@@ -451,12 +426,10 @@ static int sbt_status_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 {
     apr_array_header_t *servers = sbt_servers(ptemp, s);
 
-    (void)plog;
+    (void)pconf; (void)plog;
     /* Statics outlive nothing: a restart reloads this module. */
     sbt_shm = NULL;
     sbt_my_gen = 0;
-    sbt_own_srv_confs(pconf, servers);
-    sbt_unmap_all(servers);
     /* The preflight pass serves nothing; before the second one the
      * parent may still detach (fork) itself. */
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {

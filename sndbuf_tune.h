@@ -4,15 +4,19 @@
  * @file  sndbuf_tune.h
  * @brief mod_sndbuf_tune: types shared by its source files.
  *
- * mod_sndbuf_tune.c   hooks: where in a request the policy is applied
- * sndbuf_config.c     directives, their parsers and the merge rules
- * sndbuf_socket.c     applying a policy to a connection's socket
- * sndbuf_auto.c       "auto": sizing from RTT x bandwidth, re-tuning
+ * mod_sndbuf_tune.c   hooks: where in a request the policy is applied and
+ *                     measured; per-connection and per-request state
+ * sndbuf_config.c     directives, merging, the policy for a request
+ * sndbuf_parse.c      the directives' value parsers (no httpd needed)
+ * sndbuf_rules.c      SndbufTuneNetwork rules: longest-prefix match
+ * sndbuf_socket.c     fixed/unset on a socket, and what was done to it
+ * sndbuf_auto.c       "auto": the control law and when it looks
  * sndbuf_status.c     counters in shared memory (layout: sndbuf_status.h)
- * sndbuf_status_page.c  the status page: HTML, ?auto, ?json, mod_status
+ * sndbuf_status_page.c  the status page and mod_status's section
  * sndbuf_kernel.c     socket options and sysctls (the only syscalls)
  *
- * Names shared between files carry the prefix sbt_ (sndbuf_tune).
+ * Each file writes only its own state; names shared between files carry
+ * the prefix sbt_ (sndbuf_tune).
  */
 
 #ifndef SNDBUF_TUNE_H
@@ -20,37 +24,29 @@
 
 #include "httpd.h"
 #include "http_config.h"
+#include "util_filter.h"
 #include "apr_network_io.h"
 
 #include "sndbuf_kernel.h"
+#include "sndbuf_parse.h"
 
 extern module AP_MODULE_DECLARE_DATA sndbuf_tune_module;
 
-/* Accepted sizes (SO_SNDBUF arguments; Linux stores twice as much). */
-#define SBT_SIZE_MIN        (4 * 1024)
-#define SBT_SIZE_MAX        (1024 * 1024 * 1024)
-
 /* Per-request notes and environment variables (LogFormat %{..}n/%{..}e,
- * mod_headers). */
+ * mod_headers).  The decision, set before the handler runs: */
 #define SBT_NOTE_POLICY     "SNDBUF_TUNE_POLICY"
 #define SBT_NOTE_REQUESTED  "SNDBUF_TUNE_REQUESTED"
 #define SBT_NOTE_EFFECTIVE  "SNDBUF_TUNE_EFFECTIVE"
 #define SBT_NOTE_RULE       "SNDBUF_TUNE_RULE"
+/* The outcome, set once the response is written (log_transaction);
+ * REQUESTED and EFFECTIVE are brought up to date then too. */
 #define SBT_NOTE_RTT        "SNDBUF_TUNE_RTT_US"
 #define SBT_NOTE_BW         "SNDBUF_TUNE_BW_BPS"
 #define SBT_NOTE_RETUNES    "SNDBUF_TUNE_RETUNES"
-/* Measured over the response, read at its end (log_transaction). */
 #define SBT_NOTE_LIMITED_MS "SNDBUF_TUNE_SNDBUF_LIMITED_MS"
 #define SBT_NOTE_DELIVERY   "SNDBUF_TUNE_DELIVERY_BPS"
 #define SBT_NOTE_MIN_RTT    "SNDBUF_TUNE_MIN_RTT_US"
 #define SBT_NOTE_RETRANS    "SNDBUF_TUNE_RETRANS"
-
-typedef enum {
-    SBT_POLICY_NONE = 0,        /**< nothing configured: leave the socket */
-    SBT_POLICY_UNSET,           /**< "unset": kernel autotuning */
-    SBT_POLICY_FIXED,           /**< a size */
-    SBT_POLICY_AUTO             /**< factor x RTT x bandwidth */
-} sbt_policy_e;
 
 /** What one SndbufTune or SndbufTuneNetwork line asks for. */
 typedef struct {
@@ -78,19 +74,21 @@ typedef struct {
 
 /** One SndbufTuneNetwork rule. */
 typedef struct {
-    /** NULL for a /0 rule, which APR cannot express: see family. */
-    apr_ipsubnet_t *subnet;
-    /** APR_INET or APR_INET6: the family a /0 rule matches. */
-    int family;
-    int prefix;                 /**< prefix length: longest match wins */
+    /** The network, host bits clear. */
+    sbt_cidr_t net;
     sbt_setting_t tune;
-    /** Its counters' slot on the status page (sndbuf_status.c). */
+    /** Its counters' slot on the status page (set by sndbuf_status.c). */
     int status_slot;
 } sbt_network_t;
 
-typedef struct {
-    /** SndbufTuneNetwork rules: this server's, then inherited ones. */
-    apr_array_header_t *networks;
+/** A server's rules (sndbuf_rules.c). */
+typedef struct sbt_rules_t sbt_rules_t;
+
+typedef struct sbt_srv_conf_t {
+    /** This server's own SndbufTuneNetwork rules; NULL: none. */
+    sbt_rules_t *rules;
+    /** The main server's rules, shared by every vhost, not copied. */
+    const sbt_rules_t *base_rules;
     /** This vhost's counters' slot on the status page (sndbuf_status.c). */
     int status_slot;
 } sbt_srv_conf_t;
@@ -104,43 +102,148 @@ typedef struct {
     const sbt_network_t *network;
 } sbt_decision_t;
 
-/** Who governs a socket's send buffer right now, as far as we know. */
+/* ---------------------------------------------------------------- */
+/* sndbuf_socket.c: the socket                                      */
+/* ---------------------------------------------------------------- */
+
+/** Who governs a socket's send buffer, as far as the module knows. */
 typedef enum {
+    SBT_SOCK_UNKNOWN,           /**< as accepted: autotuned, or locked
+                                 *   by the listener (SendBufferSize) */
     SBT_SOCK_AUTOTUNED,         /**< the kernel: no SO_SNDBUF lock */
-    SBT_SOCK_INHERITED,         /**< locked by core SendBufferSize */
+    SBT_SOCK_LOCKED,            /**< locked, not by us, at effective/2 */
     SBT_SOCK_FIXED              /**< locked by us, at .requested */
 } sbt_sock_state_e;
 
-/** Per primary connection: what the module last did to its socket. */
+/** What the module has done to one connection's socket. */
 typedef struct {
-    int fd;
+    int fd;                     /**< -1: no socket to act on */
     sbt_sock_state_e state;
     /** Our last SO_SNDBUF argument, when state is SBT_SOCK_FIXED. */
     int requested;
-    /** getsockopt(SO_SNDBUF) after our last change; -1 unknown. */
+    /** getsockopt(SO_SNDBUF) after our last look; -1 unknown. */
     int effective;
-    /** auto's measured rate (bytes/s), carried to the next request on
-     *  a keep-alive connection; 0 = nothing measured yet. */
+} sbt_sock_t;
+
+/** What one operation on a socket did, for the caller to log and count. */
+typedef struct {
+    const char *done;           /**< for the debug log */
+    const char *call;           /**< the socket call that failed, or NULL */
+    int err;                    /**< its errno */
+    int clamped;                /**< net.core.wmem_max capped the size */
+} sbt_sock_did_t;
+
+void sbt_sock_init(sbt_sock_t *s, int fd);
+/** Fix the buffer at @a size; on a @a shared (HTTP/2) socket only grow. */
+void sbt_sock_fix(sbt_sock_t *s, int size, int shared, sbt_sock_did_t *did);
+/** Give the buffer to kernel autotuning; on a @a shared socket never
+ *  undo another stream's size. */
+void sbt_sock_unset(sbt_sock_t *s, int shared, sbt_sock_did_t *did);
+/** Learn who governs an UNKNOWN socket (one system call). */
+void sbt_sock_resolve(sbt_sock_t *s, sbt_sock_did_t *did);
+/** Re-read .effective (autotuning moves it).  FALSE on failure. */
+int sbt_sock_refresh(sbt_sock_t *s, sbt_sock_did_t *did);
+/** The SO_SNDBUF argument in force if a lock holds it, else 0. */
+int sbt_sock_locked_at(const sbt_sock_t *s);
+/** The kernel's buffer as last seen, or its initial size if unknown. */
+int sbt_sock_known_size(const sbt_sock_t *s);
+/** A failed socket call: a warning a minute per child, else debug. */
+void sbt_sock_log_failure(conn_rec *c, const sbt_sock_did_t *did);
+
+/* ---------------------------------------------------------------- */
+/* mod_sndbuf_tune.c: per connection and per request                */
+/* ---------------------------------------------------------------- */
+
+typedef struct sbt_auto_t sbt_auto_t;
+
+/** Per primary connection, made in its own thread at pre_connection.
+ *  HTTP/2 streams reach it only between sbt_conn_enter and
+ *  sbt_conn_leave, under a lock; each part has one writer file. */
+typedef struct {
+    /** sndbuf_socket.c */
+    sbt_sock_t sock;
+    /** sndbuf_auto.c: the measured rate, carried to the next response
+     *  (bytes/s; 0 = nothing measured yet). */
     apr_uint64_t rate_estimate;
-    /** TCP_INFO at the end of the previous response: the next one's
-     *  baseline, saving a system call; valid == 0 when there is none. */
+    /** sndbuf_auto.c: the HTTP/1 response auto follows while the event
+     *  MPM writes it without a worker (write completion), or NULL. */
+    sbt_auto_t *draining;
+    /** mod_sndbuf_tune.c: TCP_INFO where the previous response ended,
+     *  the next one's baseline; valid == 0 when there is none. */
     sbt_tcp_info_t last_end;
 } sbt_conn_t;
 
-/** Per request that a policy applies to (r->request_config). */
+/** The primary connection's state for @a c (a stream's: its primary's),
+ *  locked for HTTP/2 streams; NULL: leave this connection alone. */
+sbt_conn_t *sbt_conn_enter(conn_rec *c);
+void sbt_conn_leave(conn_rec *c);
+
+/** Per request a policy applies to (r->request_config). */
 typedef struct {
     sbt_decision_t d;
-    sbt_conn_t *st;
-    /** TCP_INFO when the policy was applied; valid == 0 if unknown. */
+    /** HTTP/2 stream: its socket is shared with other streams. */
+    int shared;
+    /** The response went past the buffer in force and was measured:
+     *  @c start holds the baseline of its figures. */
+    int measured;
     sbt_tcp_info_t start;
-    apr_time_t started;
-    /** A size was clamped, for the status page. */
+    /** Size clamped (SndbufTuneLimits, 2 x MSS or wmem_max). */
     int clamped;
-    /** Socket calls that failed, for the status page. */
+    /** Socket calls that failed. */
     int failures;
-    /** auto's state during the response (sndbuf_auto.c), or NULL. */
-    void *auto_ctx;
+    /** auto's controller for this response, or NULL. */
+    sbt_auto_t *au;
 } sbt_req_t;
+
+/** The request's state, or NULL when no policy applies to it. */
+sbt_req_t *sbt_req_get(request_rec *r);
+
+/* ---------------------------------------------------------------- */
+/* Other files                                                      */
+/* ---------------------------------------------------------------- */
+
+/* sndbuf_config.c */
+extern const command_rec sbt_cmds[];
+void *sbt_create_dir_conf(apr_pool_t *p, char *dir);
+void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
+void *sbt_create_srv_conf(apr_pool_t *p, server_rec *s);
+void *sbt_merge_srv_conf(apr_pool_t *p, void *basev, void *addv);
+/** The policy for @a r; FALSE when none applies. */
+int sbt_decide(request_rec *r, sbt_decision_t *d);
+/** The largest size any directive of this configuration asks for. */
+int sbt_config_largest_size(void);
+void sbt_config_register_hooks(void);
+
+/* sndbuf_rules.c */
+sbt_rules_t *sbt_rules_make(apr_pool_t *p);
+/** Add @a rule (kept by pointer); returns the rule it duplicates, or
+ *  NULL. */
+const sbt_network_t *sbt_rules_add(sbt_rules_t *t, const sbt_network_t *rule);
+/** Every rule in configuration order (const sbt_network_t *). */
+const apr_array_header_t *sbt_rules_all(const sbt_rules_t *t);
+/** The longest rule of @a own or @a base (either may be NULL) holding
+ *  @a client; @a own wins ties. */
+const sbt_network_t *sbt_rules_match(const sbt_rules_t *own,
+                                     const sbt_rules_t *base,
+                                     const apr_sockaddr_t *client);
+
+/* sndbuf_auto.c */
+/** Start auto for a response that is larger than the buffer in force;
+ *  returns what was done, for the debug log. */
+const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn);
+/** Pass @a bb on, cut so that auto can look between the pieces. */
+apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *au,
+                           apr_bucket_brigade *bb);
+/** auto's part of the outcome; the connection stops following it. */
+typedef struct {
+    apr_uint32_t rtt_us;
+    apr_uint64_t rate;          /**< bytes/s */
+    int retunes;
+    int clamped;
+    int failures;
+} sbt_auto_outcome_t;
+void sbt_auto_end(sbt_auto_t *au, sbt_conn_t *conn, sbt_auto_outcome_t *o);
+void sbt_auto_register_hooks(void);
 
 /** What became of one request, for the status page's counters. */
 typedef struct {
@@ -154,57 +257,12 @@ typedef struct {
     int effective;
     /** Send-buffer-limited for more than 10% of the response. */
     int sndbuf_limited;
-    /** A size was clamped (SndbufTuneLimits, 2 x MSS or wmem_max). */
     int clamped;
-    /** Socket calls that failed while serving it. */
     int failures;
 } sbt_outcome_t;
 
-/* Process-wide facts, set in post_config before children fork. */
-extern sbt_kernel_t sbt_kernel;
-/** Core SendBufferSize, inherited by every accepted socket; 0 = none. */
-extern int sbt_core_sndbuf;
-/** Largest size asked for by any directive, to warn about wmem_max. */
-extern int sbt_largest_size;
-
-/* sndbuf_config.c */
-extern const command_rec sbt_cmds[];
-void *sbt_create_dir_conf(apr_pool_t *p, char *dir);
-void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
-void *sbt_create_srv_conf(apr_pool_t *p, server_rec *s);
-void *sbt_merge_srv_conf(apr_pool_t *p, void *basev, void *addv);
-/** The policy for @a r; FALSE when none applies. */
-int sbt_decide(request_rec *r, sbt_decision_t *d);
-
-/* sndbuf_socket.c */
-sbt_conn_t *sbt_conn_get(conn_rec *primary);
-/** The request's state, or NULL when no policy applies to it. */
-sbt_req_t *sbt_req_get(request_rec *r);
-/** Fix the buffer at @a size; on a @a shared (HTTP/2) socket only grow.
- *  Returns what was done, for the debug log. */
-const char *sbt_apply_fixed(request_rec *r, sbt_conn_t *st, int size,
-                            int shared);
-const char *sbt_apply_unset(request_rec *r, sbt_conn_t *st, int shared);
-void sbt_log_failure(request_rec *r, int err, const char *what);
-/** Serialise access to a shared (HTTP/2) socket; FALSE: do not touch. */
-int sbt_lock_shared(void);
-void sbt_unlock_shared(void);
-void sbt_socket_child_init(apr_pool_t *pchild, server_rec *s);
-void sbt_note(request_rec *r, const char *key, const char *val);
-void sbt_note_num(request_rec *r, const char *key, apr_int64_t v);
-
 /* sndbuf_status.c */
-void sbt_status_record(request_rec *r, const sbt_outcome_t *o);
+void sbt_status_record(const sbt_outcome_t *o);
 void sbt_status_register_hooks(void);
-
-/* sndbuf_auto.c */
-/** Initial auto size at the start of a response (into @a asked, -1
- *  when none), and the re-tuning filter for the rest of it.  Returns
- *  what was done, for the debug log. */
-const char *sbt_auto_start(request_rec *r, sbt_req_t *rq, int shared,
-                           int *asked);
-/** auto's notes as they stand at the end of the response. */
-void sbt_auto_finish(request_rec *r, const sbt_req_t *rq);
-void sbt_auto_register_hooks(void);
 
 #endif /* SNDBUF_TUNE_H */
