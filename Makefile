@@ -56,7 +56,8 @@ clean:
 # ---------------------------------------------------------------------------
 
 PARSE_CC     ?= gcc
-PARSE_CFLAGS  = -std=c99 -g -O1 -Wall -Wextra
+PARSE_CFLAGS  = -std=c99 -g -O1 -Wall -Wextra \
+                -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CC      ?= clang
 FUZZ_CFLAGS   = -g -O1 -fsanitize=fuzzer,address,undefined \
                 -fno-sanitize-recover=all -Wall -Wextra
@@ -91,7 +92,7 @@ fuzz: fuzz/fuzz_parsers
 	grep -E '^(Done|stat::(number_of_executed|average_exec|peak_rss))' "$$work/log"; \
 	if [ $$rc -ne 0 ]; then \
 	    tail -n 40 "$$work/log"; cp "$$work/log" fuzz/artifacts/fuzz.log; \
-	    echo "make fuzz: FAILED (exit $$rc): see fuzz/artifacts/" >&2; \
+	    echo; echo "make fuzz: FAILED (exit $$rc): see fuzz/artifacts/" >&2; \
 	fi; \
 	rm -rf "$$work"; rmdir fuzz/artifacts 2>/dev/null; exit $$rc
 

@@ -57,6 +57,34 @@ static void check_reason(const char *why)
     CHECK(n >= 5 && n < 100);
 }
 
+static int has_space(const char *s)
+{
+    for (; *s; s++) {
+        if (*s == ' ' || (*s >= '\t' && *s <= '\r')) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/**
+ * The reason names the first thing wrong, for the classes a reader
+ * most needs told apart: white space anywhere, then (for numbers) a
+ * sign or hexadecimal at the start.
+ */
+static void check_reason_class(const char *arg, const char *why, int number)
+{
+    if (has_space(arg)) {
+        CHECK(why && strstr(why, "whitespace"));
+    }
+    else if (number && arg[0] == '-') {
+        CHECK(why && strstr(why, "negative"));
+    }
+    else if (number && arg[0] == '0' && (arg[1] == 'x' || arg[1] == 'X')) {
+        CHECK(why && strstr(why, "hexadecimal"));
+    }
+}
+
 static char *case_copy(const char *s, size_t len, int upper)
 {
     char *c = malloc(len + 1);
@@ -156,6 +184,7 @@ static void check_size(const char *arg, const char *up, const char *lo)
         CHECK(bytes >= SBT_SIZE_MIN && bytes <= SBT_SIZE_MAX);
         size_roundtrip(bytes);
     }
+    check_reason_class(arg, why, 1);
     CHECK(ref_size(arg, &ref) == !why);
     CHECK(why || ref == bytes);
     CHECK(sbt_parse_size(up, &b2) == why && b2 == bytes);
@@ -250,6 +279,7 @@ static void check_rate(const char *arg, const char *up, const char *lo)
                  (unsigned long long)v * 8 % 1000);
         CHECK(sbt_parse_rate(buf, &again) == NULL && again == v);
     }
+    check_reason_class(arg, why, 1);
     if (ref < 0) {
         CHECK(why);
     }
@@ -338,6 +368,31 @@ static void check_cidr_ref(const char *arg, const char *why,
         prefix = (int)n;
     }
     CHECK(ok == (!why || why == sbt_parse_cidr_host_bits));
+    check_reason_class(arg, why, 0);
+    if (!has_space(arg)) {
+        /* the address classes: zone ids, then partial IPv4 ("10.1") */
+        size_t i, parts = 1, digits = 0;
+        int partial = len > 0;
+
+        for (i = 0; i < len && partial; i++) {
+            if (arg[i] == '.') {
+                partial = digits > 0;
+                parts++;
+                digits = 0;
+            }
+            else {
+                partial = isdig((unsigned char)arg[i]);
+                digits++;
+            }
+        }
+        partial = partial && digits > 0 && parts < 4;
+        if (memchr(arg, '%', len)) {
+            CHECK(why && strstr(why, "zone"));
+        }
+        else if (partial) {
+            CHECK(why && strstr(why, "partial"));
+        }
+    }
     if (!why) {
         if (c->family == 4 && v6) {
             CHECK(prefix == c->prefix + 96 && !memcmp(a + 12, c->addr, 4));
@@ -383,6 +438,10 @@ static void check_limits(const char *min, const char *max)
     const char *bad = "x", *why = sbt_parse_limits(min, max, &lo, &hi, &bad);
     const char *wa = sbt_parse_size(min, &a), *wb = sbt_parse_size(max, &b);
 
+    /* min is read first */
+    if (has_space(min) || (!wa && has_space(max))) {
+        CHECK(why && strstr(why, "whitespace"));
+    }
     if (why) {
         check_reason(why);
         CHECK(lo == -7 && hi == -7);
@@ -410,6 +469,7 @@ static void check_policy(const char *arg)
     const char *why = sbt_parse_policy(arg, &policy, &size);
     const char *wsize = sbt_parse_size(arg, &bytes);
 
+    check_reason_class(arg, why, 1);
     if (why) {
         check_reason(why);
         CHECK(policy == -7 && size == -7 && why == wsize);

@@ -329,6 +329,31 @@ int main(int argc, char **argv)
                "cidr", cidrs[i].arg, got, want);
     }
 
+    /* sbt_format_cidr refuses what sbt_parse_cidr never returns, and a
+     * buffer too small for the text */
+    {
+        sbt_cidr_t c = {4, {10}, 8};
+        char small[11];
+
+        result(sbt_format_cidr(&c, net, sizeof(net)) == net
+               && !strcmp(net, "10.0.0.0/8"), "format", "10.0.0.0/8",
+               net, "10.0.0.0/8");
+        result(!sbt_format_cidr(&c, small, 10), "format", "10.0.0.0/8 in 10",
+               "a string", "NULL");
+        result(sbt_format_cidr(&c, small, 11) == small, "format",
+               "10.0.0.0/8 in 11", "NULL", "a string");
+        c.prefix = 33;
+        result(!sbt_format_cidr(&c, net, sizeof(net)), "format", "prefix 33",
+               "a string", "NULL");
+        c.prefix = -1;
+        result(!sbt_format_cidr(&c, net, sizeof(net)), "format", "prefix -1",
+               "a string", "NULL");
+        c.family = 5;
+        c.prefix = 8;
+        result(!sbt_format_cidr(&c, net, sizeof(net)), "format", "family 5",
+               "a string", "NULL");
+    }
+
     for (i = 0; i < N(limits); i++) {
         int lo = -1, hi = -1;
         char arg[128];
