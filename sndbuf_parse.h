@@ -9,9 +9,9 @@
  *
  * Every parser returns NULL on success or a short static reason, which
  * the directive handler prefixes as "<Directive>: '<value>': <reason>";
- * nothing is allocated.  On failure the outputs are left as they were
- * (one exception: sbt_parse_cidr's host-bits reason, see there), so a
- * handler never keeps half a value.
+ * nothing is allocated.  On failure the parsed values are left as they
+ * were (one exception: sbt_parse_cidr's host-bits reason, see there), so
+ * a handler never keeps half a value.
  *
  * Numbers are read digit by digit with overflow checks, never with
  * strtol/strtod/atoi: those accept signs, white space, hexadecimal,
