@@ -8,7 +8,7 @@
 
 APXS      ?= apxs
 LIBEXECDIR = $(shell $(APXS) -q LIBEXECDIR 2>/dev/null)
-SOURCES    = mod_sndbuf_tune.c sndbuf_config.c sndbuf_rules.c sndbuf_socket.c sndbuf_auto.c \
+SOURCES    = mod_sndbuf_tune.c sndbuf_config.c sndbuf_parse.c sndbuf_rules.c sndbuf_socket.c sndbuf_auto.c \
              sndbuf_status.c sndbuf_status_page.c \
              sndbuf_kernel.c
 HEADERS    = sndbuf_tune.h sndbuf_kernel.h sndbuf_parse.h sndbuf_status.h
@@ -45,3 +45,63 @@ clean:
 	-t/run -clean >/dev/null 2>&1
 
 .PHONY: all install deps test demo demo-stop bench clean
+
+# ---------------------------------------------------------------------------
+# Parsers (sndbuf_parse.c): a unit check and a fuzzer (docs/fuzzing.md).
+#
+#   make parse-check    the exact reason and value for a table of inputs (gcc)
+#   make fuzz           libFuzzer + ASan + UBSan for FUZZ_SECONDS (default 60)
+#                       on a copy of fuzz/corpus; fails on any crash.  Needs
+#                       clang and libclang-rt-14-dev (libFuzzer, sanitizers).
+# ---------------------------------------------------------------------------
+
+PARSE_CC     ?= gcc
+PARSE_CFLAGS  = -std=c99 -g -O1 -Wall -Wextra \
+                -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CC      ?= clang
+FUZZ_CFLAGS   = -g -O1 -fsanitize=fuzzer,address,undefined \
+                -fno-sanitize-recover=all -Wall -Wextra
+FUZZ_SECONDS ?= 60
+FUZZ_ARGS    ?=
+
+fuzz/parse_cases: fuzz/parse_cases.c sndbuf_parse.c sndbuf_parse.h
+	$(PARSE_CC) $(PARSE_CFLAGS) -o $@ fuzz/parse_cases.c sndbuf_parse.c
+
+parse-check: fuzz/parse_cases
+	fuzz/parse_cases
+
+fuzz/fuzz_parsers: fuzz/fuzz_parsers.c sndbuf_parse.c sndbuf_parse.h
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz: no $(FUZZ_CC):" \
+	    "apt-get install clang libclang-rt-14-dev" >&2; exit 1; }
+	@rt=$$($(FUZZ_CC) --print-runtime-dir); \
+	ls "$$rt"/libclang_rt.fuzzer*.a >/dev/null 2>&1 || { echo "make fuzz:" \
+	    "no libFuzzer in $$rt: apt-get install libclang-rt-14-dev" >&2; exit 1; }
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ fuzz/fuzz_parsers.c sndbuf_parse.c
+
+# The corpus is copied, so what the fuzzer adds to it stays out of git.
+# On a crash the reproducer (crash-*) and the log stay in fuzz/artifacts/,
+# which git ignores; delete them once the bug is fixed.
+fuzz: fuzz/fuzz_parsers
+	@echo "fuzz/fuzz_parsers: $(FUZZ_SECONDS) s on a copy of fuzz/corpus"
+	@work=$$(mktemp -d) || exit 1; mkdir -p "$$work/corpus" fuzz/artifacts; \
+	cp fuzz/corpus/* "$$work/corpus/" || exit 1; \
+	fuzz/fuzz_parsers -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -dict=fuzz/parsers.dict -artifact_prefix=fuzz/artifacts/ \
+	    $(FUZZ_ARGS) "$$work/corpus" >"$$work/log" 2>&1; \
+	rc=$$?; \
+	grep -E '^(Done|stat::(number_of_executed|average_exec|peak_rss))' "$$work/log"; \
+	if [ $$rc -ne 0 ]; then \
+	    tail -n 40 "$$work/log"; cp "$$work/log" fuzz/artifacts/fuzz.log; \
+	    echo; echo "make fuzz: FAILED (exit $$rc): see fuzz/artifacts/" >&2; \
+	fi; \
+	rm -rf "$$work"; rmdir fuzz/artifacts 2>/dev/null; exit $$rc
+
+# make test runs both before the suites; make clean removes what they built.
+test: parse-check fuzz
+
+fuzz-clean:
+	rm -rf fuzz/fuzz_parsers fuzz/parse_cases fuzz/artifacts
+
+clean: fuzz-clean
+
+.PHONY: parse-check fuzz fuzz-clean

@@ -57,15 +57,19 @@ APLOG_USE_MODULE(sndbuf_tune);
 #define SBT_AUTO_RAMP_SHIFT     2
 #define SBT_AUTO_RAMP_FLAT      3
 
-/* Queueing delay below 1/8 of the minimum RTT: the bottleneck has room,
- * so a send-buffer-limited flow may double, as fast as slow start. */
-#define SBT_AUTO_QUEUE_SHIFT    3
-
-/* Additive increase per look, in MSS: flows that share a bottleneck
- * and scale their buffers by the same queueing delay keep whatever
- * split they started from; equal steps make them converge to equal
- * shares, as in AIMD. */
-#define SBT_AUTO_STEP_SEGMENTS  2
+/* A flow reads the queue at its bottleneck from its own RTT.  Below 1/8
+ * of the minimum RTT the path has room: a send-buffer-limited flow may
+ * double, as fast as slow start, and one that is not moves to the
+ * target.  Above, the buffer is steered as FAST TCP steers its window:
+ * halfway each look toward
+ *     cur x min RTT / RTT + STEP,
+ * whose fixed point leaves STEP bytes of each flow in the queue.  All
+ * flows through one bottleneck see the same queueing delay, so they
+ * settle at equal rates, however unequal they started; a target made
+ * of each flow's own rate would keep whatever split they had. */
+#define SBT_AUTO_QUEUE_SHIFT    4
+#define SBT_AUTO_GROW_SHIFT     2
+#define SBT_AUTO_STEP_SEGMENTS  4
 
 /* Never fewer than this many segments (x2 by Linux): with a buffer
  * below a few MSS every write waits for a delayed ACK.  Loopback's
@@ -120,7 +124,6 @@ struct sbt_auto_t {
 typedef struct {
     apr_uint32_t srtt_us;
     apr_uint32_t mss;
-    apr_uint64_t in_flight;
     int limited;
 } sbt_auto_seen_t;
 
@@ -188,42 +191,41 @@ static apr_uint64_t sbt_auto_target(apr_uint64_t rate, apr_uint32_t rtt_us)
 
 /**
  * The control law: the next SO_SNDBUF for a connection now at @a cur.
- * A configured rate is trusted.  A measured one: a send-buffer-limited
- * flow doubles while the path shows no queue, and otherwise moves to
- * the target plus a small step; a flow that is not limited moves to the
- * target.  It shrinks at most by half a look and never below the data
- * in flight, which only an ACK can release.
+ * A configured rate is trusted: FACTOR x rate x RTT.  A measured one is
+ * steered by the queue the RTT shows (SBT_AUTO_QUEUE_SHIFT).  It shrinks
+ * at most by half a look.
  */
 static int sbt_auto_next(const sbt_auto_t *a, const sbt_auto_seen_t *s,
                          int cur, const char **why)
 {
     apr_uint64_t next = sbt_auto_target(a->rate, a->min_rtt_us);
-    apr_uint64_t floor = (apr_uint64_t)cur / 2;
+    apr_uint64_t c = (apr_uint64_t)cur;
+    apr_uint32_t queue = s->srtt_us > a->min_rtt_us
+                         ? s->srtt_us - a->min_rtt_us : 0;
 
-    if (!a->d.tune.rate && s->limited) {
-        if (s->srtt_us <= a->min_rtt_us
-                          + (a->min_rtt_us >> SBT_AUTO_QUEUE_SHIFT)) {
-            if (next < 2 * (apr_uint64_t)cur) {
-                next = 2 * (apr_uint64_t)cur;
-            }
-        }
-        else {
-            next += (apr_uint64_t)s->mss * SBT_AUTO_STEP_SEGMENTS;
-        }
+    if (a->d.tune.rate) {
+        /* Trusted. */
     }
-    if (floor < s->in_flight) {
-        floor = s->in_flight;
+    else if (queue > a->min_rtt_us >> SBT_AUTO_QUEUE_SHIFT) {
+        next = (c + c * a->min_rtt_us / s->srtt_us
+                + (apr_uint64_t)s->mss * SBT_AUTO_STEP_SEGMENTS) / 2;
     }
-    if (next < floor) {
-        next = floor < (apr_uint64_t)cur ? floor : (apr_uint64_t)cur;
+    else if (s->limited && next < c + (c >> SBT_AUTO_GROW_SHIFT)) {
+        next = c + (c >> SBT_AUTO_GROW_SHIFT);
+    }
+    if (next < c / 2) {
+        next = c / 2;
     }
     return sbt_auto_clamp(next, &a->d, s->mss, why);
 }
 
-/** Resize only for a change worth a system call: +1/8 or -1/4. */
-static int sbt_auto_worth_it(int cur, int next)
+/** Resize only for a change worth a system call: 1/16 either way, or
+ *  a step. */
+static int sbt_auto_worth_it(int cur, int next, apr_uint32_t mss)
 {
-    return next > cur + cur / 8 || next < cur - cur / 4;
+    int d = next > cur ? next - cur : cur - next;
+
+    return d > cur / 16 || d >= (int)mss;
 }
 
 static void sbt_auto_set_chunk(sbt_auto_t *a, const sbt_sock_t *sock)
@@ -296,7 +298,7 @@ static void sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
     }
     next = sbt_auto_next(a, s, cur, &why);
     a->clamped |= why != NULL;
-    if (sbt_sock_locked_at(&conn->sock) && !sbt_auto_worth_it(cur, next)) {
+    if (sbt_sock_locked_at(&conn->sock) && !sbt_auto_worth_it(cur, next, s->mss)) {
         return;
     }
     sbt_sock_fix(&conn->sock, next, a->shared, &did);
@@ -341,7 +343,6 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     }
     s.srtt_us = ti.rtt_us;
     s.mss = ti.snd_mss;
-    s.in_flight = (apr_uint64_t)ti.unacked * ti.snd_mss;
     s.limited = (ti.valid & SBT_TI_CHRONO)
                 && ((ti.sndbuf_limited_us - a->limited_us)
                     << SBT_AUTO_LIMITED_SHIFT)

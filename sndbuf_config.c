@@ -1,28 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * sndbuf_config.c: the directives, their parsers, the merge rules and
- * the one function that turns them into the policy for a request.
+ * sndbuf_config.c: the directives, the merge rules and the one function
+ * that turns them into the policy for a request.
  *
- * Every parser returns NULL or a short reason; the directive handler
- * prefixes the directive's name and the offending token, because httpd
- * does not do that for a module.
+ * The values are parsed by sndbuf_parse.c, which returns NULL or a short
+ * reason; the directive handlers here prefix the directive's name and
+ * the offending token, because httpd does not do that for a module.
  */
 
 #include "httpd.h"
 #include "http_config.h"
 #include "http_core.h"
 
-#include "apr_lib.h"
 #include "apr_strings.h"
 
-#include <arpa/inet.h>
-
 #include "sndbuf_tune.h"
-
-/* Rates SndbufTuneBandwidth accepts, in bits/s. */
-#define SBT_RATE_MIN        1e3
-#define SBT_RATE_MAX        1e12
 
 /* Auto's default clamps: below the kernel's own initial 16k buffer
  * (tcp_wmem[1]) nothing is gained; above wmem_max the kernel refuses.
@@ -46,144 +39,26 @@ static void sbt_note_size(int size)
     }
 }
 
-/* ---------------------------------------------------------------- */
-/* Parsers                                                          */
-/* ---------------------------------------------------------------- */
-
-/** "<digits>[kKmMgG]" in bytes, within SBT_SIZE_MIN..SBT_SIZE_MAX. */
-static const char *sbt_parse_size(const char *arg, int *bytes)
+/** "<directive>: '<value>': <reason>" */
+static const char *sbt_bad(cmd_parms *cmd, const char *value,
+                           const char *why)
 {
-    apr_uint64_t v = 0, unit = 1;
-    const char *p = arg;
-
-    if (!apr_isdigit(*p)) {
-        return "not a size";
-    }
-    for (; apr_isdigit(*p); p++) {
-        v = v * 10 + (apr_uint64_t)(*p - '0');
-        if (v > SBT_SIZE_MAX) {
-            return "too large (at most 1g)";
-        }
-    }
-    switch (*p) {
-    case '.':
-        return "not a whole number";
-    case '\0':                            break;
-    case 'k': case 'K': unit <<= 10; p++; break;
-    case 'm': case 'M': unit <<= 20; p++; break;
-    case 'g': case 'G': unit <<= 30; p++; break;
-    default:
-        return "unknown unit (use k, m or g)";
-    }
-    if (*p) {
-        return "trailing characters after the size";
-    }
-    if (v * unit > SBT_SIZE_MAX) {
-        return "too large (at most 1g)";
-    }
-    if (v * unit < SBT_SIZE_MIN) {
-        return "too small (at least 4k)";
-    }
-    *bytes = (int)(v * unit);
-    return NULL;
+    return apr_psprintf(cmd->pool, "%s: '%s': %s", cmd->cmd->name, value,
+                        why);
 }
 
-/** "<number>(bit|kbit|mbit|gbit)", decimal units, into bytes/s. */
-static const char *sbt_parse_rate(const char *arg, apr_uint64_t *bytes_per_s)
+/** "unset", "auto" or a size, into @a t. */
+static const char *sbt_parse_setting(const char *arg, sbt_setting_t *t)
 {
-    static const struct { const char *unit; double scale; } units[] = {
-        {"bit", 1}, {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}
-    };
-    char *end;
-    double v;
-    int i;
+    int policy, size;
+    const char *why = sbt_parse_policy(arg, &policy, &size);
 
-    if (!apr_isdigit(*arg)) {
-        return "not a rate";
+    if (!why) {
+        t->policy = (sbt_policy_e)policy;
+        t->size = size;
+        sbt_note_size(size);
     }
-    v = strtod(arg, &end);
-    for (i = 0; i < (int)(sizeof(units) / sizeof(units[0])); i++) {
-        if (!strcasecmp(end, units[i].unit)) {
-            v *= units[i].scale;
-            break;
-        }
-    }
-    if (i == (int)(sizeof(units) / sizeof(units[0]))) {
-        return "unknown unit (use kbit, mbit or gbit)";
-    }
-    if (!(v >= SBT_RATE_MIN && v <= SBT_RATE_MAX)) {
-        return "out of range (1kbit to 1000gbit)";
-    }
-    *bytes_per_s = (apr_uint64_t)(v / 8);
-    return NULL;
-}
-
-/** "unset", "auto" or a size. */
-static const char *sbt_parse_policy(const char *arg, sbt_setting_t *t)
-{
-    const char *why;
-
-    if (!strcasecmp(arg, "unset")) {
-        t->policy = SBT_POLICY_UNSET;
-    }
-    else if (!strcasecmp(arg, "auto")) {
-        t->policy = SBT_POLICY_AUTO;
-    }
-    else if ((why = sbt_parse_size(arg, &t->size)) != NULL) {
-        return why;
-    }
-    else {
-        t->policy = SBT_POLICY_FIXED;
-        sbt_note_size(t->size);
-    }
-    return NULL;
-}
-
-/** "<address>[/<prefix>]", IPv4 (all four parts) or IPv6. */
-static const char *sbt_parse_cidr(const char *arg, sbt_cidr_t *net)
-{
-    char ip[64];
-    const char *slash = strchr(arg, '/'), *c;
-    apr_size_t len = slash ? (apr_size_t)(slash - arg) : strlen(arg);
-    int bits, i;
-
-    if (len == 0 || len >= sizeof(ip)) {
-        return "not an IPv4 or IPv6 network";
-    }
-    memcpy(ip, arg, len);
-    ip[len] = '\0';
-    memset(net, 0, sizeof(*net));
-    if (inet_pton(AF_INET, ip, net->addr) == 1) {
-        net->family = 4;
-    }
-    else if (inet_pton(AF_INET6, ip, net->addr) == 1) {
-        net->family = 6;
-    }
-    else {
-        return "not an IPv4 or IPv6 network";
-    }
-    bits = net->family == 4 ? 32 : 128;
-    net->prefix = bits;
-    if (slash) {
-        for (c = slash + 1, net->prefix = 0; apr_isdigit(*c); c++) {
-            net->prefix = net->prefix * 10 + (*c - '0');
-            if (net->prefix > bits) {
-                break;
-            }
-        }
-        if (c == slash + 1 || *c || net->prefix > bits) {
-            return net->family == 4 ? "prefix length must be 0 to 32"
-                                    : "prefix length must be 0 to 128";
-        }
-    }
-    for (i = 0; i < 16; i++) {
-        int keep = net->prefix - 8 * i;
-
-        if (keep < 8) {
-            net->addr[i] &= keep <= 0 ? 0 : (unsigned char)(0xff << (8 - keep));
-        }
-    }
-    return NULL;
+    return why;
 }
 
 /** "<Location /bulk> at file:line", or "server config at file:line". */
@@ -211,7 +86,7 @@ static const char *sbt_cmd_tune(cmd_parms *cmd, void *dconf, const char *arg)
     sbt_dir_conf_t *conf = dconf;
     const char *why;
 
-    if ((why = sbt_parse_policy(arg, &conf->tune)) != NULL) {
+    if ((why = sbt_parse_setting(arg, &conf->tune)) != NULL) {
         return apr_psprintf(cmd->pool, "%s: '%s': %s; " SBT_POLICY_HINT,
                             cmd->cmd->name, arg, why);
     }
@@ -227,30 +102,36 @@ static const char *sbt_cmd_bandwidth(cmd_parms *cmd, void *dconf,
     sbt_dir_conf_t *conf = dconf;
     const char *why = sbt_parse_rate(arg, &conf->rate);
 
-    return why ? apr_psprintf(cmd->pool, "%s: '%s': %s", cmd->cmd->name,
-                              arg, why) : NULL;
+    return why ? sbt_bad(cmd, arg, why) : NULL;
 }
 
 static const char *sbt_cmd_limits(cmd_parms *cmd, void *dconf,
                                   const char *min, const char *max)
 {
     sbt_dir_conf_t *conf = dconf;
-    const char *why, *bad = min;
+    const char *bad, *why = sbt_parse_limits(min, max, &conf->limit_min,
+                                             &conf->limit_max, &bad);
 
-    if ((why = sbt_parse_size(min, &conf->limit_min)) == NULL) {
-        bad = max;
-        why = sbt_parse_size(max, &conf->limit_max);
-    }
-    if (!why && conf->limit_min > conf->limit_max) {
-        return apr_psprintf(cmd->pool, "%s: minimum '%s' is larger than "
-                            "maximum '%s'", cmd->cmd->name, min, max);
-    }
     if (why) {
-        return apr_psprintf(cmd->pool, "%s: '%s': %s", cmd->cmd->name,
-                            bad, why);
+        return sbt_bad(cmd, bad, why);
     }
     sbt_note_size(conf->limit_max);
     return NULL;
+}
+
+/** The network of a SndbufTuneNetwork line, with a suggestion when only
+ *  its host bits are wrong. */
+static const char *sbt_cmd_cidr(cmd_parms *cmd, const char *arg,
+                                sbt_cidr_t *net)
+{
+    const char *why = sbt_parse_cidr(arg, net);
+    char text[SBT_CIDR_STRLEN];
+
+    if (why == sbt_parse_cidr_host_bits
+        && sbt_format_cidr(net, text, sizeof(text))) {
+        return apr_psprintf(cmd->pool, "%s: did you mean %s?", why, text);
+    }
+    return why;
 }
 
 static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
@@ -264,9 +145,9 @@ static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
     const char *why, *bad = cidr;
 
     (void)dummy;
-    if ((why = sbt_parse_cidr(cidr, &net->net)) == NULL) {
+    if ((why = sbt_cmd_cidr(cmd, cidr, &net->net)) == NULL) {
         bad = policy;
-        why = sbt_parse_policy(policy, &net->tune);
+        why = sbt_parse_setting(policy, &net->tune);
     }
     if (!why && rate) {
         bad = rate;
@@ -275,8 +156,7 @@ static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
               : sbt_parse_rate(rate, &net->tune.rate);
     }
     if (why) {
-        return apr_psprintf(cmd->pool, "%s: '%s': %s", cmd->cmd->name,
-                            bad, why);
+        return sbt_bad(cmd, bad, why);
     }
     net->tune.rule = apr_psprintf(cmd->pool, "SndbufTuneNetwork %s at %s:%d",
                                   cidr, cmd->directive->filename,

@@ -1,0 +1,565 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+
+/*
+ * sndbuf_parse.c: the parsers of the directives' values (sizes, rates,
+ * networks, limits, policies), kept free of httpd and APR so that
+ * fuzz/fuzz_parsers.c and fuzz/parse_cases.c link this file alone.
+ *
+ * Syntax is checked before range, so a value that is both malformed and
+ * too large is reported as malformed: fixing the form comes first.
+ * Characters are classified by hand rather than with <ctype.h>, whose
+ * answers depend on the locale httpd happens to run under (in a Turkish
+ * locale tolower('I') is not 'i').
+ */
+
+/* inet_pton and inet_ntop are POSIX, not C99: ask for them when the
+ * compiler runs in strict C99 mode (apxs builds define _GNU_SOURCE). */
+#if !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)
+#define _POSIX_C_SOURCE 200112L
+#endif
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sndbuf_parse.h"
+
+/* ---------------------------------------------------------------- */
+/* Reasons                                                          */
+/* ---------------------------------------------------------------- */
+
+/* Each reads after "<Directive>: '<value>': ". */
+static const char r_empty[] = "empty value";
+static const char r_space[] = "contains whitespace";
+static const char r_negative[] = "must not be negative";
+static const char r_plus[] = "must not have a '+' sign";
+static const char r_hex[] = "hexadecimal is not allowed (write a plain "
+                            "decimal number)";
+static const char r_exponent[] = "exponents are not allowed (write a plain "
+                                 "decimal number)";
+
+static const char r_size_not[] = "not a size (digits, optionally followed "
+                                 "by k, m or g)";
+static const char r_size_fraction[] = "not a whole number";
+static const char r_size_comma[] = "contains a comma (write digits only, "
+                                   "e.g. 1048576 or 1m)";
+static const char r_size_unit[] = "unknown unit (use k, m or g; no unit "
+                                  "means bytes)";
+static const char r_size_unit_b[] = "unknown unit (k, m and g stand alone: "
+                                    "64k, not 64kb or 64KiB)";
+static const char r_size_large[] = "too large (at most 1g)";
+static const char r_size_small[] = "too small (at least 4k)";
+
+static const char r_rate_not[] = "not a rate (a number, then bit, kbit, "
+                                 "mbit or gbit)";
+static const char r_rate_point[] = "a decimal point needs a digit on each "
+                                   "side (0.5mbit, not .5mbit)";
+static const char r_rate_points[] = "more than one decimal point";
+static const char r_rate_comma[] = "use a decimal point, not a comma";
+static const char r_rate_no_unit[] = "missing unit (bit, kbit, mbit or "
+                                     "gbit)";
+static const char r_rate_unit[] = "unknown unit (use bit, kbit, mbit or "
+                                  "gbit)";
+static const char r_rate_small[] = "too small (at least 1kbit)";
+static const char r_rate_large[] = "too large (at most 1000gbit)";
+
+static const char r_cidr_no_address[] = "missing address before '/'";
+static const char r_cidr_brackets[] = "write an IPv6 network without "
+                                      "brackets, e.g. 2001:db8::/32";
+static const char r_cidr_zone[] = "IPv6 zone ids (%eth0) are not allowed: "
+                                  "a rule matches the address on any "
+                                  "interface";
+static const char r_cidr_partial[] = "partial IPv4 address: write all four "
+                                     "parts, e.g. 10.0.0.0/8";
+static const char r_cidr_bad4[] = "not an IPv4 address (four numbers from "
+                                  "0 to 255, without leading zeros)";
+static const char r_cidr_bad6[] = "not an IPv6 address";
+static const char r_cidr_bad[] = "not an IPv4 or IPv6 address";
+static const char r_cidr_no_prefix[] = "missing prefix length after '/'";
+static const char r_cidr_prefix4[] = "prefix length must be a whole number "
+                                     "from 0 to 32";
+static const char r_cidr_prefix6[] = "prefix length must be a whole number "
+                                     "from 0 to 128";
+static const char r_cidr_prefix_zero[] = "leading zero in the prefix length";
+const char sbt_parse_cidr_host_bits[] = "host bits are set beyond the "
+                                        "prefix length";
+
+static const char r_limits_order[] = "minimum is larger than maximum";
+
+/* ---------------------------------------------------------------- */
+/* Characters and digits                                            */
+/* ---------------------------------------------------------------- */
+
+static int sbt_isdigit(int c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static int sbt_isspace(int c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+static int sbt_tolower(int c)
+{
+    return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
+}
+
+/** ASCII case-insensitive equality, the same in every locale. */
+static int sbt_caseeq(const char *a, const char *b)
+{
+    for (; *a && sbt_tolower((unsigned char)*a)
+                  == sbt_tolower((unsigned char)*b); a++, b++)
+        ;
+    return *a == '\0' && *b == '\0';
+}
+
+static int sbt_has_space(const char *s)
+{
+    for (; *s; s++) {
+        if (sbt_isspace((unsigned char)*s)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/**
+ * The digits at *p into *v, advancing *p past them.  Past @a cap the
+ * value stops growing and reads as cap + 1, so no number of digits can
+ * overflow or wrap around into range (atoi("4294967296") is 0).  @a cap
+ * must stay below UINT64_MAX / 10.
+ */
+static void sbt_digits(const char **p, uint64_t cap, uint64_t *v)
+{
+    const char *s;
+    uint64_t n = 0;
+
+    for (s = *p; sbt_isdigit((unsigned char)*s); s++) {
+        if (n <= cap) {
+            n = n * 10 + (uint64_t)(*s - '0');
+        }
+    }
+    *v = n > cap ? cap + 1 : n;
+    *p = s;
+}
+
+/**
+ * What is wrong before the first digit, NULL when @a arg starts with
+ * one.  White space is checked first: httpd splits a line at white
+ * space, so it can only be inside quotes, where it is a typo.
+ */
+static const char *sbt_check_start(const char *arg, const char *not_a_number)
+{
+    if (!*arg) {
+        return r_empty;
+    }
+    if (sbt_has_space(arg)) {
+        return r_space;
+    }
+    if (*arg == '-') {
+        return r_negative;
+    }
+    if (*arg == '+') {
+        return r_plus;
+    }
+    if (!sbt_isdigit((unsigned char)*arg)) {
+        return not_a_number;
+    }
+    return NULL;
+}
+
+/**
+ * Forms strtol and strtod accept and we do not, named as such instead
+ * of being called an unknown unit: @a p follows the digits that start
+ * at @a digits ("0x10mbit", "1e3kbit", "1.5E+3kbit").
+ */
+static const char *sbt_check_foreign(const char *digits, const char *p)
+{
+    if ((*p == 'x' || *p == 'X') && p - digits == 1 && digits[0] == '0') {
+        return r_hex;
+    }
+    if ((*p == 'e' || *p == 'E')
+        && (sbt_isdigit((unsigned char)p[1]) || p[1] == '+' || p[1] == '-')) {
+        return r_exponent;
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- */
+/* Sizes                                                            */
+/* ---------------------------------------------------------------- */
+
+const char *sbt_parse_size(const char *arg, int *bytes)
+{
+    const char *p = arg, *why;
+    uint64_t v, unit = 1;
+
+    if ((why = sbt_check_start(arg, r_size_not)) != NULL) {
+        return why;
+    }
+    sbt_digits(&p, SBT_SIZE_MAX, &v);
+    if ((why = sbt_check_foreign(arg, p)) != NULL) {
+        return why;
+    }
+    switch (*p) {
+    case '\0':
+        break;
+    case '.':
+        return r_size_fraction;
+    case ',':
+        return r_size_comma;
+    case 'k': case 'K':
+        unit = UINT64_C(1) << 10;
+        p++;
+        break;
+    case 'm': case 'M':
+        unit = UINT64_C(1) << 20;
+        p++;
+        break;
+    case 'g': case 'G':
+        unit = UINT64_C(1) << 30;
+        p++;
+        break;
+    default:
+        return r_size_unit;
+    }
+    if (*p) {
+        /* "64kb", "64KiB": the unit is there, the 'b' is the habit of
+         * other programs; say so rather than only "unknown unit". */
+        return sbt_caseeq(p, "b") || sbt_caseeq(p, "ib") ? r_size_unit_b
+                                                         : r_size_unit;
+    }
+    /* v is at most SBT_SIZE_MAX + 1 and unit at most 2^30: no overflow. */
+    if (v * unit > SBT_SIZE_MAX) {
+        return r_size_large;
+    }
+    if (v * unit < SBT_SIZE_MIN) {
+        return r_size_small;
+    }
+    *bytes = (int)(v * unit);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- */
+/* Rates                                                            */
+/* ---------------------------------------------------------------- */
+
+const char *sbt_parse_rate(const char *arg, uint64_t *bytes_per_s)
+{
+    /* digits: how many fraction digits the unit turns into whole bits. */
+    static const struct {
+        const char *name;
+        uint64_t scale;
+        size_t digits;
+    } units[] = {
+        {"bit", 1, 0},
+        {"kbit", UINT64_C(1000), 3},
+        {"mbit", UINT64_C(1000000), 6},
+        {"gbit", UINT64_C(1000000000), 9}
+    };
+    const size_t nunits = sizeof(units) / sizeof(units[0]);
+    const char *p = arg, *frac = "", *why;
+    size_t nfrac = 0, i, k;
+    uint64_t whole, bits, scale;
+    int rest = 0;
+
+    if ((why = sbt_check_start(arg, *arg == '.' ? r_rate_point
+                                                : r_rate_not)) != NULL) {
+        return why;
+    }
+    sbt_digits(&p, SBT_RATE_MAX_BITS, &whole);
+    if (*p == '.') {
+        frac = ++p;
+        for (; sbt_isdigit((unsigned char)*p); p++) {
+            nfrac++;
+        }
+        if (!nfrac) {
+            return r_rate_point;
+        }
+    }
+    if ((why = sbt_check_foreign(arg, p)) != NULL) {
+        return why;
+    }
+    if (*p == '.') {
+        return r_rate_points;
+    }
+    if (*p == ',') {
+        return r_rate_comma;
+    }
+    if (!*p) {
+        return r_rate_no_unit;
+    }
+    for (i = 0; i < nunits && !sbt_caseeq(p, units[i].name); i++)
+        ;
+    if (i == nunits) {
+        return r_rate_unit;
+    }
+
+    /* Exact arithmetic, no floating point: the unit moves the decimal
+     * point right by units[i].digits places, giving whole bits plus a
+     * fraction below one bit, of which only "is it zero" matters.  The
+     * bounds are whole numbers of bits, so whole bits decide them except
+     * at the top, where any fraction is too much.  whole is at most
+     * SBT_RATE_MAX_BITS + 1, so the test below also catches saturation. */
+    if (whole > SBT_RATE_MAX_BITS / units[i].scale) {
+        return r_rate_large;
+    }
+    bits = whole * units[i].scale;
+    for (k = 0, scale = units[i].scale; k < units[i].digits; k++) {
+        scale /= 10;
+        if (k < nfrac) {
+            bits += (uint64_t)(frac[k] - '0') * scale;
+        }
+    }
+    for (k = units[i].digits; k < nfrac; k++) {
+        rest |= frac[k] != '0';
+    }
+    if (bits < SBT_RATE_MIN_BITS) {
+        return r_rate_small;
+    }
+    if (bits > SBT_RATE_MAX_BITS || (bits == SBT_RATE_MAX_BITS && rest)) {
+        return r_rate_large;
+    }
+    /* Rounded down: floor((bits + fraction) / 8) == bits / 8 for a
+     * fraction below one.  At least 125 bytes/s, never 0 ("measure"). */
+    *bytes_per_s = bits / 8;
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- */
+/* Networks                                                         */
+/* ---------------------------------------------------------------- */
+
+/**
+ * The address in the first @a len characters of @a arg into @a c
+ * (family and addr).  IPv4 is read only as a full dotted quad: APR's
+ * apr_ipsubnet_create also takes "10", "10.1" and "10.1.2" as the /8,
+ * /16 and /24 networks, which a reader easily takes for something else;
+ * we reject them with the full form to write instead.
+ */
+static const char *sbt_parse_address(const char *arg, size_t len,
+                                     sbt_cidr_t *c)
+{
+    /* The longest IPv6 text is 45 characters; SBT_CIDR_STRLEN is 50. */
+    char ip[SBT_CIDR_STRLEN];
+    size_t i, parts = 1;
+    int empty_part = 0;
+
+    memset(c, 0, sizeof(*c));
+    if (len == 0) {
+        return r_cidr_no_address;
+    }
+    /* A zone says which interface a link-local address is on; client
+     * addresses are matched without one, so a zone would silently not
+     * mean what it says. */
+    if (memchr(arg, '%', len)) {
+        return r_cidr_zone;
+    }
+    if (arg[0] == '[') {
+        return r_cidr_brackets;
+    }
+    if (memchr(arg, ':', len)) {
+        if (len >= sizeof(ip)) {
+            return r_cidr_bad6;
+        }
+        memcpy(ip, arg, len);
+        ip[len] = '\0';
+        if (inet_pton(AF_INET6, ip, c->addr) != 1) {
+            return r_cidr_bad6;
+        }
+        c->family = 6;
+        return NULL;
+    }
+    for (i = 0; i < len; i++) {
+        if (arg[i] == '.') {
+            empty_part |= i == 0 || arg[i - 1] == '.';
+            parts++;
+        }
+        else if (!sbt_isdigit((unsigned char)arg[i])) {
+            return r_cidr_bad;
+        }
+    }
+    empty_part |= arg[len - 1] == '.';
+    if (parts < 4 && !empty_part) {
+        return r_cidr_partial;
+    }
+    if (len >= sizeof(ip)) {
+        return r_cidr_bad4;
+    }
+    memcpy(ip, arg, len);
+    ip[len] = '\0';
+    /* glibc's inet_pton takes exactly four decimal parts of 0..255 and
+     * refuses leading zeros, which inet_aton would read as octal. */
+    if (inet_pton(AF_INET, ip, c->addr) != 1) {
+        return r_cidr_bad4;
+    }
+    c->family = 4;
+    return NULL;
+}
+
+/** A plain decimal from 0 to @a max: no sign, no leading zero. */
+static const char *sbt_parse_prefix(const char *s, int max, int *prefix)
+{
+    const char *p = s;
+    const char *range = max == 32 ? r_cidr_prefix4 : r_cidr_prefix6;
+    uint64_t v;
+
+    if (!*s) {
+        return r_cidr_no_prefix;
+    }
+    if (!sbt_isdigit((unsigned char)*s)) {
+        return range;
+    }
+    sbt_digits(&p, (uint64_t)max, &v);
+    if (*p) {
+        return range;
+    }
+    /* "/08" reads as 8 here but as octal in some tools, and is most
+     * likely a typo; one spelling per prefix keeps the rule names in
+     * logs and on the status page unambiguous. */
+    if (s[0] == '0' && s[1]) {
+        return r_cidr_prefix_zero;
+    }
+    if (v > (uint64_t)max) {
+        return range;
+    }
+    *prefix = (int)v;
+    return NULL;
+}
+
+/** Clear @a c's bits beyond its prefix; were any set? */
+static int sbt_clear_host_bits(sbt_cidr_t *c)
+{
+    int i, keep, set = 0;
+    unsigned char mask;
+
+    for (i = 0; i < 16; i++) {
+        keep = c->prefix - 8 * i;
+        mask = keep >= 8 ? 0xff : keep <= 0 ? 0
+             : (unsigned char)(0xff << (8 - keep));
+        if (c->addr[i] & ~mask) {
+            set = 1;
+            c->addr[i] &= mask;
+        }
+    }
+    return set;
+}
+
+const char *sbt_parse_cidr(const char *arg, sbt_cidr_t *out)
+{
+    static const unsigned char v4mapped[12] = {
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
+    };
+    const char *slash, *why;
+    sbt_cidr_t c;
+
+    if (!*arg) {
+        return r_empty;
+    }
+    if (sbt_has_space(arg)) {
+        return r_space;
+    }
+    slash = strchr(arg, '/');
+    why = sbt_parse_address(arg, slash ? (size_t)(slash - arg)
+                                       : strlen(arg), &c);
+    if (why) {
+        return why;
+    }
+    c.prefix = c.family == 4 ? 32 : 128;
+    if (slash && (why = sbt_parse_prefix(slash + 1, c.prefix,
+                                         &c.prefix)) != NULL) {
+        return why;
+    }
+    /* IPv4-mapped IPv6 (::ffff:a.b.c.d/96+) becomes the IPv4 network
+     * it names: the module matches an IPv4-mapped client as IPv4, so
+     * the IPv4 rule is the one that can match it, and with one form per
+     * network "longest prefix wins" compares like with like.  A shorter
+     * prefix always has host bits set in the ffff, and is refused. */
+    if (c.family == 6 && c.prefix >= 96
+        && !memcmp(c.addr, v4mapped, sizeof(v4mapped))) {
+        memmove(c.addr, c.addr + 12, 4);
+        memset(c.addr + 4, 0, 12);
+        c.family = 4;
+        c.prefix -= 96;
+    }
+    /* Host bits are refused, not masked: "10.1.2.3/8" is more likely a
+     * mistyped /32 or /24 than a way of writing 10.0.0.0/8, and a rule
+     * much wider than meant would go unnoticed.  The network is still
+     * handed back, for the caller's "did you mean" suggestion. */
+    if (sbt_clear_host_bits(&c)) {
+        *out = c;
+        return sbt_parse_cidr_host_bits;
+    }
+    *out = c;
+    return NULL;
+}
+
+char *sbt_format_cidr(const sbt_cidr_t *c, char *buf, size_t len)
+{
+    char ip[SBT_CIDR_STRLEN];
+    int n;
+
+    if ((c->family != 4 && c->family != 6) || c->prefix < 0
+        || c->prefix > (c->family == 4 ? 32 : 128)) {
+        return NULL;
+    }
+    if (!inet_ntop(c->family == 4 ? AF_INET : AF_INET6, c->addr, ip,
+                   sizeof(ip))) {
+        return NULL;
+    }
+    n = snprintf(buf, len, "%s/%d", ip, c->prefix);
+    return n >= 0 && (size_t)n < len ? buf : NULL;
+}
+
+/* ---------------------------------------------------------------- */
+/* Limits and policies                                              */
+/* ---------------------------------------------------------------- */
+
+const char *sbt_parse_limits(const char *min, const char *max,
+                             int *lo, int *hi, const char **bad)
+{
+    const char *why;
+    int a, b;
+
+    if ((why = sbt_parse_size(min, &a)) != NULL) {
+        *bad = min;
+        return why;
+    }
+    if ((why = sbt_parse_size(max, &b)) != NULL) {
+        *bad = max;
+        return why;
+    }
+    if (a > b) {
+        /* The minimum is quoted: it is the one that goes too far. */
+        *bad = min;
+        return r_limits_order;
+    }
+    *lo = a;
+    *hi = b;
+    *bad = NULL;
+    return NULL;
+}
+
+const char *sbt_parse_policy(const char *arg, int *policy, int *size)
+{
+    const char *why;
+    int n;
+
+    if (sbt_caseeq(arg, "unset")) {
+        *policy = SBT_POLICY_UNSET;
+        *size = 0;
+    }
+    else if (sbt_caseeq(arg, "auto")) {
+        *policy = SBT_POLICY_AUTO;
+        *size = 0;
+    }
+    else if ((why = sbt_parse_size(arg, &n)) != NULL) {
+        return why;
+    }
+    else {
+        *policy = SBT_POLICY_FIXED;
+        *size = n;
+    }
+    return NULL;
+}
