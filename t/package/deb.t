@@ -6,7 +6,7 @@
 #      (git's tracked and untracked-but-not-ignored files), so the source
 #      tree and its parent directory get nothing. lintian -I --pedantic on
 #      the .changes: no error and no warning.
-#   2. Install: apt-get install ./<deb>. dpkg -L lists the module, the
+#   2. Install: apt-get install /path/to/<deb>. dpkg -L lists the module, the
 #      .load/.conf and the docs; the postinst enabled the module
 #      (apache2-maintscript-helper) and asked for an apache2 restart.
 #      a2enmod sndbuf_tune, apache2ctl -M, apache2ctl configtest.
@@ -36,7 +36,8 @@
 # `apache2ctl -k start` (plain `apache2ctl start` hands over to systemctl on
 # a systemd machine, outside the namespace). The maintainer scripts' service
 # restarts (invoke-rc.d apache2 restart) go to a stub that records them,
-# through PATH for apt-get only; nothing is installed system-wide for that.
+# through apt's DPkg::Path for this test's apt-get only; nothing is
+# installed system-wide for that.
 #
 # Cleanup runs in an END block (and on INT/TERM/HUP): the server and the
 # client are stopped, the snippet, the test file and the namespace removed,
@@ -44,8 +45,9 @@
 #
 # Needs root and dpkg-buildpackage, debhelper, dh_apache2 (apache2-dev),
 # apache2, apt-get, ip, ss, lintian. Skips when one is missing or when the
-# package is already installed here (the test would replace and purge the
-# administrator's copy); with CI set in the environment those are failures.
+# package is already installed here, or its conffiles are (the test would
+# replace and purge the administrator's copy); with CI set in the
+# environment those are failures.
 # Synchronisation is by bounded polling; nothing asserts on wall-clock time.
 use strict;
 use warnings;
@@ -74,7 +76,8 @@ my $POLL     = 30;              # seconds, bound of every wait
 my $TOP = Cwd::abs_path(File::Basename::dirname(__FILE__) . '/../..');
 
 # ---------------------------------------------------------------------------
-# Preconditions: skip (fail under CI) when a tool is missing.
+# Preconditions: skip (fail under CI) when a tool is missing or the
+# package is installed already. Checked below the helpers.
 
 sub have {
     my $cmd = shift;
@@ -82,6 +85,7 @@ sub have {
         qw(/usr/sbin /sbin /usr/bin);
 }
 $ENV{PATH} = "$ENV{PATH}:/usr/sbin:/sbin";
+$ENV{LC_ALL} = 'C';             # apt's summary line is parsed
 
 sub cannot_run {
     my $why = shift;
@@ -93,40 +97,31 @@ sub cannot_run {
     plan skip_all => $why;
 }
 
-cannot_run('needs root (installs and purges a package)') if $> != 0;
-my @missing = grep { !have($_) }
-    qw(dpkg-buildpackage dpkg-checkbuilddeps dh dh_apache2 apache2ctl
-       a2enmod a2dismod a2enconf a2disconf a2query apt-get dpkg dpkg-query
-       dpkg-deb ip ss lintian);
-cannot_run("missing: @missing (apt-get install debhelper dpkg-dev "
-           . "apache2 apache2-dev iproute2 lintian)") if @missing;
-{
-    my ($ok, $out) = run({dir => $TOP}, 'dpkg-checkbuilddeps');
-    cannot_run("build dependencies: $out") unless $ok;
-}
-cannot_run("$PKG is installed on this machine: the test would replace and "
-           . "purge it") if pkg_installed();
-cannot_run("$DOCROOT/$FILE exists") if -e "$DOCROOT/$FILE";
-cannot_run("$CONFAV exists") if -e $CONFAV;
-
 # ---------------------------------------------------------------------------
 # Small helpers
 
-# run({env => {...}, dir => ...}, cmd...): (success, stdout+stderr)
+# run({env => {...}, dir => ...}, cmd...): (success, stdout+stderr). The
+# command runs in a process group of its own, so that a signal can stop
+# all of it (see the END block).
+my ($CHILD, $CHILD_CMD);
 sub run {
     my $opt = ref $_[0] eq 'HASH' ? shift : {};
     my @cmd = @_;
     my $pid = open(my $fh, '-|') // die "fork: $!";
     if (!$pid) {
+        POSIX::setpgid(0, 0);
         open STDERR, '>&', \*STDOUT or POSIX::_exit(127);
         open STDIN, '<', '/dev/null' or POSIX::_exit(127);
         $ENV{$_} = $opt->{env}{$_} for keys %{$opt->{env} || {}};
         chdir $opt->{dir} or POSIX::_exit(127) if $opt->{dir};
         exec @cmd or do { print "exec $cmd[0]: $!\n"; POSIX::_exit(127) };
     }
+    POSIX::setpgid($pid, $pid);  # as the child does: no window for a signal
+    ($CHILD, $CHILD_CMD) = ($pid, $cmd[0]);
     local $/;
     my $out = <$fh> // '';
     close $fh;
+    $CHILD = undef;
     return ($? == 0, $out);
 }
 
@@ -219,6 +214,23 @@ sub snapshot {
     return \%s;
 }
 
+cannot_run('needs root (installs and purges a package)') if $> != 0;
+my @missing = grep { !have($_) }
+    qw(dpkg-buildpackage dpkg-checkbuilddeps dh dh_apache2 apache2ctl
+       a2enmod a2dismod a2enconf a2disconf a2query apt-get dpkg dpkg-query
+       dpkg-deb ip ss lintian);
+cannot_run("missing: @missing (apt-get install debhelper dpkg-dev "
+           . "apache2 apache2-dev iproute2 lintian)") if @missing;
+{
+    my ($ok, $out) = run({dir => $TOP}, 'dpkg-checkbuilddeps');
+    cannot_run("build dependencies: $out") unless $ok;
+}
+cannot_run("$PKG is installed on this machine (or its conffiles are): the "
+           . "test would replace and purge it") if pkg_known();
+for my $f ("$DOCROOT/$FILE", $CONFAV) {
+    cannot_run("$f exists (left by a killed run? remove it)") if -e $f;
+}
+
 # ---------------------------------------------------------------------------
 # State and cleanup
 
@@ -252,6 +264,10 @@ sub server_stop {
 }
 
 sub cleanup {
+    if ($CHILD) {               # interrupted while a command ran
+        waitpid($CHILD, 0);
+        $CHILD = undef;
+    }
     kill 'KILL', $_ for grep { pid_alive($_) } keys %client;
     waitpid($_, 0) for keys %client;
     %client = ();
@@ -295,7 +311,12 @@ END {
     local $?;
     cleanup();
 }
-$SIG{$_} = sub { exit 130 } for qw(INT TERM HUP);
+# A signal stops the command that runs, unless it is apt-get: dpkg is
+# left to finish, then cleanup purges.
+$SIG{$_} = sub {
+    kill 'TERM', -$CHILD if $CHILD && $CHILD_CMD ne 'apt-get';
+    exit 130;
+} for qw(INT TERM HUP);
 
 # ---------------------------------------------------------------------------
 # The client, in the namespace: sends the request, reads the response
@@ -556,8 +577,6 @@ sub main {
     });
     ok($port, "apache2 listens in the namespace (port " . ($port // '-')
        . ')') or return;
-    like(slurp("$RUN/log/error.log") // '', qr/\[sndbuf_tune:/,
-         'the module logged at startup');
 
     my $want = 2 * ($SIZE < wmem_max() ? $SIZE : wmem_max());
     my $c = client_start($port);
