@@ -20,6 +20,7 @@ $(MODULE): $(SOURCES) $(HEADERS)
 	$(APXS) -c -Wc,-Wall -Wc,-Wextra -o mod_sndbuf_tune.la $(SOURCES)
 
 install: all
+	install -d $(DESTDIR)$(LIBEXECDIR)
 	$(APXS) -i -S LIBEXECDIR=$(DESTDIR)$(LIBEXECDIR) -n sndbuf_tune mod_sndbuf_tune.la
 
 deps:
