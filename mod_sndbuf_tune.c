@@ -185,8 +185,11 @@ static void sbt_insert_filter(request_rec *r)
     rq->d = d;
     rq->shared = c->master != NULL;
     ap_set_module_config(r->request_config, &sndbuf_tune_module, rq);
-    /* This response takes the socket over from any before it. */
-    conn->draining = NULL;
+    /* This response takes the socket over from any before it (HTTP/1:
+     * only the primary's own thread follows a response it drains). */
+    if (!rq->shared) {
+        conn->draining = NULL;
+    }
     done = sbt_apply(r, rq, conn);
     sbt_note_decision(r, rq, &conn->sock);
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,

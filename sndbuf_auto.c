@@ -417,7 +417,7 @@ const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
 
 void sbt_auto_end(sbt_auto_t *a, sbt_conn_t *conn, sbt_auto_outcome_t *o)
 {
-    if (conn->draining == a) {
+    if (!a->shared && conn->draining == a) {
         conn->draining = NULL;
     }
     o->rtt_us = a->min_rtt_us;
