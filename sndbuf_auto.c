@@ -69,7 +69,7 @@ APLOG_USE_MODULE(sndbuf_tune);
  * of each flow's own rate would keep whatever split they had. */
 #define SBT_AUTO_QUEUE_SHIFT    4
 #define SBT_AUTO_GROW_SHIFT     2
-#define SBT_AUTO_STEP_SEGMENTS  4
+#define SBT_AUTO_STEP_SEGMENTS  8
 
 /* Never fewer than this many segments (x2 by Linux): with a buffer
  * below a few MSS every write waits for a delayed ACK.  Loopback's
