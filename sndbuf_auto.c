@@ -104,6 +104,8 @@ struct sbt_auto_t {
     apr_uint64_t limited_us;
     /** The rate being sized for, bytes/s: configured or measured. */
     apr_uint64_t rate;
+    /** The delivery rate measured (peak hold), bytes/s. */
+    apr_uint64_t measured;
     /** The rate when it last grew by a quarter, while ramping up, and
      *  the looks since. */
     apr_uint64_t ramp_rate;
@@ -250,8 +252,8 @@ static void sbt_auto_count(sbt_auto_t *a, conn_rec *c,
 static int sbt_auto_ramping(sbt_auto_t *a)
 {
     if (a->rtt_from_handshake
-        || a->rate > a->ramp_rate + (a->ramp_rate >> SBT_AUTO_RAMP_SHIFT)) {
-        a->ramp_rate = a->rate;
+        || a->measured > a->ramp_rate + (a->ramp_rate >> SBT_AUTO_RAMP_SHIFT)) {
+        a->ramp_rate = a->measured;
         a->ramp_flat = 0;
         return 1;
     }
@@ -264,17 +266,18 @@ static int sbt_auto_ramping(sbt_auto_t *a)
 
 /**
  * A fresh socket is the kernel's: it grows the buffer with the
- * congestion window, as fast as slow start needs, so auto lets it and
- * takes over once the rate levels off.  Not when the rate is configured
- * (sized at once), when an earlier response or the listener locked the
- * socket, or when SndbufTuneLimits is narrower than the kernel's own
- * range (tcp_wmem), which autotuning would step out of.
+ * congestion window, as fast as slow start (and BBR's startup, which
+ * keeps 2.89 x BDP in flight) needs, so auto lets it and takes over
+ * once the delivery rate levels off, configured rate or not.  Not when
+ * an earlier response or the listener locked the socket, or when
+ * SndbufTuneLimits is narrower than the kernel's own range (tcp_wmem),
+ * which autotuning would step out of.
  */
 static int sbt_auto_may_ramp(const sbt_auto_t *a, const sbt_sock_t *sock)
 {
     const apr_uint32_t *w = sbt_kernel.tcp_wmem;
 
-    return !a->d.tune.rate && sock->state == SBT_SOCK_AUTOTUNED
+    return sock->state == SBT_SOCK_AUTOTUNED
            && w[2] && 2 * (apr_uint64_t)a->d.limit_max >= w[2]
            && 2 * (apr_uint64_t)a->d.limit_min <= w[1];
 }
@@ -337,9 +340,10 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
         return;
     }
     sbt_auto_rtt(a, &ti);
+    a->measured = sbt_auto_estimate(a->measured, &ti);
+    conn->rate_estimate = a->measured;
     if (!a->d.tune.rate) {
-        a->rate = sbt_auto_estimate(a->rate, &ti);
-        conn->rate_estimate = a->rate;
+        a->rate = a->measured;
     }
     s.srtt_us = ti.rtt_us;
     s.mss = ti.snd_mss;
@@ -372,8 +376,9 @@ const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
     a->d = rq->d;
     a->shared = rq->shared;
     a->flush = !rq->shared && !sbt_async_mpm;
-    a->rate = rq->d.tune.rate ? rq->d.tune.rate : conn->rate_estimate;
-    a->ramp_rate = a->rate;
+    a->measured = conn->rate_estimate;
+    a->rate = rq->d.tune.rate ? rq->d.tune.rate : a->measured;
+    a->ramp_rate = a->measured;
     sbt_auto_rtt(a, &rq->start);
     a->limited_us = rq->start.sndbuf_limited_us;
     a->last_look = apr_time_now();
