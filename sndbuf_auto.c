@@ -88,9 +88,9 @@ APLOG_USE_MODULE(sndbuf_tune);
 #define SBT_AUTO_LIMITED_SHIFT  3
 
 struct sbt_auto_t {
-    sbt_decision_t d;
-    /** HTTP/2 stream: the socket is shared, only grow it. */
-    int shared;
+    /** The request it serves (same pool): its decision, and whether
+     *  it is an HTTP/2 stream, whose socket is shared. */
+    const sbt_req_t *rq;
     /** Flush each chunk: the MPM keeps the worker (prefork, worker). */
     int flush;
     /** Bytes between two passes, and passed since the last cut. */
@@ -205,7 +205,7 @@ static int sbt_auto_next(const sbt_auto_t *a, const sbt_auto_seen_t *s,
     apr_uint32_t queue = s->srtt_us > a->min_rtt_us
                          ? s->srtt_us - a->min_rtt_us : 0;
 
-    if (a->d.tune.rate) {
+    if (a->rq->d.tune.rate) {
         /* Trusted. */
     }
     else if (queue > a->min_rtt_us >> SBT_AUTO_QUEUE_SHIFT) {
@@ -218,7 +218,7 @@ static int sbt_auto_next(const sbt_auto_t *a, const sbt_auto_seen_t *s,
     if (next < c / 2) {
         next = c / 2;
     }
-    return sbt_auto_clamp(next, &a->d, s->mss, why);
+    return sbt_auto_clamp(next, &a->rq->d, s->mss, why);
 }
 
 /** Resize only for a change worth a system call: 1/16 either way, or
@@ -278,8 +278,8 @@ static int sbt_auto_may_ramp(const sbt_auto_t *a, const sbt_sock_t *sock)
     const apr_uint32_t *w = sbt_kernel.tcp_wmem;
 
     return sock->state == SBT_SOCK_AUTOTUNED
-           && w[2] && 2 * (apr_uint64_t)a->d.limit_max >= w[2]
-           && 2 * (apr_uint64_t)a->d.limit_min <= w[1];
+           && w[2] && 2 * (apr_uint64_t)a->rq->d.limit_max >= w[2]
+           && 2 * (apr_uint64_t)a->rq->d.limit_min <= w[1];
 }
 
 /** Move the buffer as the law says; @a conn is entered. */
@@ -304,7 +304,7 @@ static void sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
     if (sbt_sock_locked_at(&conn->sock) && !sbt_auto_worth_it(cur, next, s->mss)) {
         return;
     }
-    sbt_sock_fix(&conn->sock, next, a->shared, &did);
+    sbt_sock_fix(&conn->sock, next, a->rq->shared, &did);
     sbt_auto_count(a, c, &did);
     a->retunes++;
     ap_log_cerror(APLOG_MARK, APLOG_TRACE1, 0, c, "SndbufTune auto re-tune "
@@ -342,7 +342,7 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     sbt_auto_rtt(a, &ti);
     a->measured = sbt_auto_estimate(a->measured, &ti);
     conn->rate_estimate = a->measured;
-    if (!a->d.tune.rate) {
+    if (!a->rq->d.tune.rate) {
         a->rate = a->measured;
     }
     s.srtt_us = ti.rtt_us;
@@ -358,7 +358,7 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     if (!a->ramping || !sbt_auto_ramping(a)) {
         sbt_auto_retune(a, conn, c, &s);
         /* A configured rate and a data-based RTT: nothing will move. */
-        a->settled = a->d.tune.rate && !a->rtt_from_handshake;
+        a->settled = a->rq->d.tune.rate && !a->rtt_from_handshake;
     }
     sbt_auto_set_chunk(a, &conn->sock);
     sbt_conn_leave(c);
@@ -373,8 +373,7 @@ const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
         return "no TCP_INFO, socket left as it was";
     }
     a = apr_pcalloc(r->pool, sizeof(*a));
-    a->d = rq->d;
-    a->shared = rq->shared;
+    a->rq = rq;
     a->flush = !rq->shared && !sbt_async_mpm;
     a->measured = conn->rate_estimate;
     a->rate = rq->d.tune.rate ? rq->d.tune.rate : a->measured;
@@ -392,7 +391,7 @@ const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
         a->next_look = a->last_look + (a->min_rtt_us > SBT_AUTO_MIN_INTERVAL
                                        ? a->min_rtt_us : SBT_AUTO_MIN_INTERVAL);
     }
-    else if (a->d.tune.rate) {
+    else if (a->rq->d.tune.rate) {
         sbt_auto_seen_t s = {0};
 
         s.mss = rq->start.snd_mss;
@@ -404,7 +403,7 @@ const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
         /* Resized at the first look, with the first chunk. */
         a->next_look = a->last_look;
     }
-    if (!a->shared && sbt_async_mpm) {
+    if (!a->rq->shared && sbt_async_mpm) {
         conn->draining = a;
     }
     return apr_psprintf(r->pool, "%s; rtt %uus%s, rate %" APR_UINT64_T_FMT
@@ -422,7 +421,7 @@ const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
 
 void sbt_auto_end(sbt_auto_t *a, sbt_conn_t *conn, sbt_auto_outcome_t *o)
 {
-    if (!a->shared && conn->draining == a) {
+    if (!a->rq->shared && conn->draining == a) {
         conn->draining = NULL;
     }
     o->rtt_us = a->min_rtt_us;
@@ -492,7 +491,7 @@ apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
         sbt_auto_look(a, f->c);
         /* Event MPM: once the socket is full the core keeps the rest and
          * the MPM writes it without a worker; resume_connection looks. */
-        a->handed_over = !a->flush && !a->shared
+        a->handed_over = !a->flush && !a->rq->shared
                          && f->c->data_in_output_filters;
     }
     if (!APR_BRIGADE_EMPTY(bb) && APR_BUCKET_IS_EOS(APR_BRIGADE_LAST(bb))) {
