@@ -20,10 +20,8 @@ package SndbufTune::WanLab;
 # while someone else's lab is up, and down() only takes down a lab this
 # object brought up (checked by the relay's pid).
 #
-# Reuses SndbufTune::Kernel (poll_until, sysctls, expected_fixed_tb).
-# Kernel::ss_view reads one socket's tb/w/cwnd in the current namespace;
-# here ss runs in the server namespace (ss -N) for every socket at once and
-# also reads the tcp_info counters (bytes_acked, sndbuf_limited, ...).
+# Reuses SndbufTune::Kernel (poll_until, sysctls, expected_fixed_tb, and
+# ss_sockets, here in the server namespace for every socket at once).
 # SndbufTune::Standalone is tied to Apache::Test's configuration and
 # 127.0.0.1; this server is its namespace-aware sibling with the same
 # new/start/stop/log_text interface, and needs no Apache::Test.
@@ -40,10 +38,11 @@ use File::Temp ();
 use POSIX ();
 use Time::HiRes ();
 
-use SndbufTune::Kernel qw(poll_until wmem_max tcp_wmem expected_fixed_tb);
+use SndbufTune::Kernel qw(poll_until wmem_max tcp_wmem expected_fixed_tb
+                          ss_sockets);
 
 our @EXPORT_OK = qw(
-    top_dir lab_env_problem plan_lab_or_skip parse_ss ss_sockets
+    top_dir lab_env_problem plan_lab_or_skip
     wmem_max tcp_wmem expected_fixed_tb poll_until sha256_file
     goodput_limit_bps mss_for_mtu jain median rel_diff tb_changes
     auto_factor
@@ -187,92 +186,6 @@ sub plan_lab_or_skip {
     }
     Test::More::plan(skip_all => "WAN lab unavailable: $why");
     exit 0;
-}
-
-# ------------------------------------------------------------------ ss --
-
-my %BW_UNIT = ('' => 1, K => 1e3, k => 1e3, M => 1e6, G => 1e9, T => 1e12);
-sub _bw { my ($n, $u) = @_; return $n * ($BW_UNIT{$u // ''} // 1) }
-
-# Parse `ss -tmi` output (with or without -n/-H; with or without the State
-# column) into a list of hashes, one per socket:
-#   local, peer, lport, pport, state, recv_q, send_q,
-#   skmem: r rb t tb f w o bl d,
-#   cwnd mss rtt_us rttvar_us minrtt_us bytes_sent bytes_acked bytes_retrans
-#   retrans (total) retrans_now unacked notsent delivery_rate (bits/s)
-#   pacing_rate send_bps busy_ms sndbuf_limited_ms rwnd_limited_ms
-#   app_limited (0/1), raw (the socket's text on one line).
-sub parse_ss {
-    my $text = shift;
-    my @socks;
-    my $cur;
-    for my $line (split /\n/, $text) {
-        next if $line =~ /^\s*$/;
-        next if $line =~ /^(State|Recv-Q|Netid)\s/;
-        if ($line =~ /^\S/) {
-            push @socks, $cur if $cur;
-            $cur = { raw => $line };
-            my @f = split ' ', $line;
-            # optional State column, then Recv-Q Send-Q Local Peer
-            my $state = $f[0] =~ /^\d+$/ ? undef : shift @f;
-            @$cur{qw(state recv_q send_q local peer)} = ($state, @f[0 .. 3]);
-            $cur->{lport} = $1 if ($cur->{local} // '') =~ /:(\d+)$/;
-            $cur->{pport} = $1 if ($cur->{peer} // '') =~ /:(\d+)$/;
-        }
-        elsif ($cur) {
-            $cur->{raw} .= ' ' . ($line =~ s/^\s+//r);
-        }
-    }
-    push @socks, $cur if $cur;
-    for my $s (@socks) {
-        my $r = $s->{raw};
-        if ($r =~ /skmem:\(([^)]*)\)/) {
-            for my $kv (split /,/, $1) {
-                $s->{$1} = $2 if $kv =~ /^([a-z_]+)(\d+)$/;
-            }
-        }
-        $s->{cwnd} = $1 if $r =~ /\bcwnd:(\d+)/;
-        $s->{mss} = $1 if $r =~ /\bmss:(\d+)/;
-        if ($r =~ /\brtt:([\d.]+)\/([\d.]+)/) {
-            $s->{rtt_us} = $1 * 1000;
-            $s->{rttvar_us} = $2 * 1000;
-        }
-        $s->{minrtt_us} = $1 * 1000 if $r =~ /\bminrtt:([\d.]+)/;
-        for my $k (qw(bytes_sent bytes_acked bytes_retrans bytes_received
-                      unacked notsent data_segs_out delivered)) {
-            $s->{$k} = $1 if $r =~ /\b$k:(\d+)/;
-        }
-        if ($r =~ /\bretrans:(\d+)\/(\d+)/) {
-            @$s{qw(retrans_now retrans)} = ($1, $2);
-        }
-        $s->{retrans} //= 0;
-        $s->{delivery_rate} = _bw($1, $2)
-            if $r =~ /\bdelivery_rate ([\d.]+)([KMGT]?)bps/;
-        $s->{pacing_rate} = _bw($1, $2)
-            if $r =~ /\bpacing_rate ([\d.]+)([KMGT]?)bps/;
-        $s->{send_bps} = _bw($1, $2) if $r =~ /\bsend ([\d.]+)([KMGT]?)bps/;
-        for my $k (qw(busy sndbuf_limited rwnd_limited)) {
-            $s->{"${k}_ms"} = $r =~ /\b$k:(\d+)ms/ ? $1 : 0;
-        }
-        $s->{app_limited} = $r =~ /\bapp_limited\b/ ? 1 : 0;
-    }
-    return @socks;
-}
-
-# The server's TCP sockets with local port SPORT that still hold memory
-# (ESTABLISHED, FIN-WAIT-1, ...; not TIME-WAIT), as parsed by parse_ss, in
-# network namespace NS (undef: the current one).
-sub ss_sockets {
-    my (%a) = @_;
-    my @cmd = ('ss');
-    push @cmd, '-N', $a{ns} if defined $a{ns};
-    # connected: established, and FIN-WAIT-1 etc. -- a server socket that
-    # httpd has closed (keep-alive timeout) may still be delivering data
-    push @cmd, '-H', '-tmin', 'state', 'connected';
-    push @cmd, "( sport = :$a{sport} )" if $a{sport};
-    my ($rc, $out) = _capture(@cmd);
-    die "ss failed (exit $rc): $out" if $rc != 0;
-    return grep { defined $_->{tb} } parse_ss($out);    # not TIME-WAIT
 }
 
 # ----------------------------------------------------------------- lab --
