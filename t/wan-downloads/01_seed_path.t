@@ -19,12 +19,12 @@ use lib "$FindBin::Bin/../lib";
 
 use File::Temp ();
 use Test::More;
-use SndbufTune::WanLab qw(plan_lab_or_skip sha256_file expected_fixed_tb
-                          tb_changes);
+use SndbufTune::Kernel qw(expected_fixed_tb);
+use SndbufTune::Util qw(module_path sha256_file);
+use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes);
 
 plan_lab_or_skip();
-my $so = SndbufTune::WanLab::module_so();
-BAIL_OUT("$so not built (run make)") unless -f $so;
+BAIL_OUT(module_path() . ' not built (run make)') unless -f module_path();
 
 plan tests => 3;
 
@@ -43,7 +43,7 @@ EOF
 my %sha = map { $_ => $srv->add_random_file("/$_/data.bin", $size{$_}) }
     keys %size;
 ok($srv->start, 'apache2 answers from the client namespace')
-    or BAIL_OUT($srv->{error});
+    or BAIL_OUT($srv->error);
 
 my $tmp = File::Temp->new(TEMPLATE => '/tmp/sbt-seed-XXXXXX');
 

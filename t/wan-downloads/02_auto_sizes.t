@@ -24,12 +24,12 @@ use lib "$FindBin::Bin/../lib";
 
 use File::Temp ();
 use Test::More;
-use SndbufTune::WanLab qw(plan_lab_or_skip sha256_file tb_changes median
-                          rel_diff auto_factor);
+use SndbufTune::Util qw(module_path sha256_file);
+use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes median rel_diff
+                          auto_factor);
 
 plan_lab_or_skip();
-my $so = SndbufTune::WanLab::module_so();
-BAIL_OUT("$so not built (run make)") unless -f $so;
+BAIL_OUT(module_path() . ' not built (run make)') unless -f module_path();
 
 plan tests => 3;
 
@@ -57,7 +57,7 @@ my $srv = $lab->server(name => 'auto', log_level => 'info sndbuf_tune:trace1',
 EOF
 my %sha = map { $_ => $srv->add_random_file("/$_.bin", $size{$_}) } keys %size;
 ok($srv->start, 'apache2 answers from the client namespace')
-    or BAIL_OUT($srv->{error});
+    or BAIL_OUT($srv->error);
 
 my $tmp = File::Temp->new(TEMPLATE => '/tmp/sbt-auto-XXXXXX');
 

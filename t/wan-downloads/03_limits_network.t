@@ -22,12 +22,12 @@ use lib "$FindBin::Bin/../lib";
 
 use File::Temp ();
 use Test::More;
-use SndbufTune::WanLab qw(plan_lab_or_skip sha256_file tb_changes rel_diff
-                          expected_fixed_tb auto_factor);
+use SndbufTune::Kernel qw(expected_fixed_tb);
+use SndbufTune::Util qw(module_path sha256_file);
+use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes rel_diff auto_factor);
 
 plan_lab_or_skip();
-my $so = SndbufTune::WanLab::module_so();
-BAIL_OUT("$so not built (run make)") unless -f $so;
+BAIL_OUT(module_path() . ' not built (run make)') unless -f module_path();
 
 my @cases = (
     # name, what, size, policy, expected tb (exact) or [band centre],
@@ -96,7 +96,7 @@ for my $c (@cases) {
     $sha{$name} = $srv->add_random_file($path, $size);
 }
 ok($srv->start, 'apache2 answers from the client namespace')
-    or BAIL_OUT($srv->{error});
+    or BAIL_OUT($srv->error);
 
 my $tmp = File::Temp->new(TEMPLATE => '/tmp/sbt-rules-XXXXXX');
 
