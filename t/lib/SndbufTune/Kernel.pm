@@ -11,15 +11,12 @@ use strict;
 use warnings;
 
 use Exporter 'import';
-use SndbufTune::Util qw(capture top_dir poll_until);
+use SndbufTune::Util qw(capture top_dir);
 
 our @EXPORT_OK = qw(
     wmem_max tcp_wmem expected_fixed_tb parse_ss ss_sockets ss_view
     sockinspect have_sockinspect lock_supported server_view view_str
-    poll_until
 );
-# poll_until (SndbufTune::Util's) is passed on until its callers import
-# it from Util.
 
 sub _read_sysctl {
     my $f = shift;
