@@ -30,14 +30,21 @@ use Time::HiRes ();
 
 use SndbufTune::Kernel qw(ss_sockets);
 use SndbufTune::Server ();
-use SndbufTune::Util qw(top_dir capture exit_on_signals);
+use SndbufTune::Util qw(top_dir module_path capture sha256_file
+                        exit_on_signals);
 
 our @EXPORT_OK = qw(
     lab_env_problem plan_lab_or_skip goodput_limit_bps mss_for_mtu jain
-    median rel_diff tb_changes auto_factor
+    median rel_diff tb_changes AUTO_FACTOR
 );
 
 our $SERVER_ADDR = '198.18.0.1';
+
+# The law `SndbufTune auto` is held to: SO_SNDBUF = FACTOR x rate x RTT
+# (docs/auto.md, SBT_AUTO_FACTOR in sndbuf_auto.c). The tests own this
+# number on purpose: they do not read it from the code or the docs, so a
+# change of the law has to be made here too, deliberately.
+use constant AUTO_FACTOR => 3;
 
 sub _wanlab {
     my ($self, @args) = @_;
@@ -54,17 +61,6 @@ sub mss_for_mtu { $_[0] - 52 }
 sub goodput_limit_bps {
     my ($rate_bps, $mtu) = @_;
     return $rate_bps * mss_for_mtu($mtu) / $mtu;
-}
-
-# auto's FACTOR as docs/auto.md states the law ("FACTOR = 3" or "3/2"):
-# the tests hold the module to its documentation.
-sub auto_factor {
-    my $doc = top_dir() . '/docs/auto.md';
-    open my $fh, '<', $doc or die "$doc: $!";
-    while (<$fh>) {
-        return $2 ? $1 / $2 : $1 if /\bFACTOR\s*=\s*(\d+)(?:\s*\/\s*(\d+))?/;
-    }
-    die "$doc: no 'FACTOR = N' in the law\n";
 }
 
 # Jain's fairness index of a list of rates: (sum x)^2 / (n sum x^2).
@@ -239,6 +235,51 @@ END {
         waitpid($job->{pid}, 0);
     }
     $_->down for values %LIVE;
+}
+
+# For a .t file, after plan_lab_or_skip: the lab up (%a: up's options),
+# a server in it (server => { SndbufTune::Server options }) serving random
+# files (files => { path => size }), started -- one test. Returns ($lab,
+# $srv, { path => SHA-256 }).
+sub lab_with_server {
+    my ($class, %a) = @_;
+    my ($server, $files) = delete @a{qw(server files)};
+    require Test::More;
+    Test::More::BAIL_OUT(module_path() . ' not built (run make)')
+        unless -f module_path();
+    my $lab = $class->up(%a);
+    Test::More::diag($lab->{up_text} =~ s/\s+$//r);
+    # every re-tune in the error log (trace1), for whoever reads a failure
+    my $srv = $lab->server(log_level => 'info sndbuf_tune:trace1', %$server);
+    my %sha = map { $_ => $srv->add_random_file($_, $files->{$_}) }
+        keys %$files;
+    Test::More::ok($srv->start, 'apache2 answers from the client namespace')
+        or Test::More::BAIL_OUT($srv->error);
+    return ($lab, $srv, \%sha);
+}
+
+# One download of $a{path} from $a{srv} (Host: $a{host}) through the path,
+# checked: status 200, every byte (length and SHA-256 $a{sha} of $a{size}
+# bytes), and ss saw the server socket in at least $a{samples} (5)
+# samples. Returns download()'s hash.
+sub download_ok {
+    my ($self, %a) = @_;
+    require Test::More;
+    my $tmp = File::Temp->new(TEMPLATE => '/tmp/sbt-wan-XXXXXX');
+    my $d = $self->download(url => $a{srv}->url($a{path}), host => $a{host},
+                            out => $tmp->filename, max_time => 180,
+                            interval => 0.1);
+    my $r = $d->{res};
+    Test::More::is($r->{http_code}, 200, 'status 200')
+        or Test::More::diag(Test::More::explain($r));
+    Test::More::is($r->{size_download}, $a{size}, 'whole body received');
+    Test::More::is(-s $tmp->filename, $a{size}, 'file length');
+    Test::More::is(sha256_file($tmp->filename), $a{sha}, 'SHA-256 of the body');
+    my $n = @{ $d->{ss} };
+    Test::More::cmp_ok($n, '>=', $a{samples} // 5,
+        "ss saw the server socket while the download ran ($n samples)");
+    Test::More::diag('tb seen: ' . join(' ', tb_changes($d->{ss})));
+    return $d;
 }
 
 # ------------------------------------------------------------- curl --
