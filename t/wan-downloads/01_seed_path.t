@@ -28,7 +28,7 @@ plan tests => 3;
 
 my %size = ('/w16k/data.bin' => 2 << 20, '/unset/data.bin' => 4 << 20);
 my ($lab, $srv, $sha) = SndbufTune::WanLab->lab_with_server(
-    rtt_ms => 250, rate_mbit => 30, files => \%size,
+    tag => '1', rtt_ms => 250, rate_mbit => 30, files => \%size,
     server => { name => 'seed', body => <<'EOF' });
 <Location /w16k/>
     SndbufTune 16k

@@ -38,7 +38,7 @@ my $BDP = RATE_BPS / 8 * RTT_MS / 1000;
 my %size = (configured => 6 << 20, measured => 16 << 20);
 
 my ($lab, $srv, $sha) = SndbufTune::WanLab->lab_with_server(
-    rtt_ms => RTT_MS, rate_mbit => RATE_BPS / 1e6,
+    tag => '2', rtt_ms => RTT_MS, rate_mbit => RATE_BPS / 1e6,
     files => { map { ("/$_.bin" => $size{$_}) } keys %size },
     server => { name => 'auto', body => <<'EOF' });
 <VirtualHost @LISTEN@>

@@ -50,7 +50,7 @@ plan tests => 1 + @cases;
 # every case's file: /NAME.bin, or under its <Location>
 sub path_of { $_[0] eq 'loc' ? '/loc/loc.bin' : "/$_[0].bin" }
 my ($lab, $srv, $sha) = SndbufTune::WanLab->lab_with_server(
-    rtt_ms => 100, rate_mbit => 20,
+    tag => '3', rtt_ms => 100, rate_mbit => 20,
     files => { map { (path_of($_->[0]) => $_->[2]) } @cases },
     server => { name => 'rules', body => <<'EOF' });
 <VirtualHost @LISTEN@>

@@ -46,8 +46,11 @@ our $SERVER_ADDR = '198.18.0.1';
 # change of the law has to be made here too, deliberately.
 use constant AUTO_FACTOR => 3;
 
+# t/wan/wanlab for this object's lab instance.
 sub _wanlab {
     my ($self, @args) = @_;
+    local $ENV{WANLAB_INSTANCE} = $self->{instance};
+    delete $ENV{WANLAB_INSTANCE} unless length($self->{instance} // '');
     return capture(top_dir() . '/t/wan/wanlab', @args);
 }
 
@@ -145,14 +148,17 @@ sub status {
 }
 
 # Bring the lab up. Options: rtt_ms, rate_mbit, queue_bytes, loss, mtu
-# (passed to wanlab up); wait (seconds to wait while another lab is up,
-# default 600); quiet_s (how long the lab must have been down before we
-# take it, so a running selftest can go from one path to the next; 3).
+# (passed to wanlab up); instance (default $WANLAB_INSTANCE); wait
+# (seconds to wait while another lab is up, default 600); quiet_s (how long
+# the lab must have been down before we take it, so a running selftest can
+# go from one path to the next; 3).
 sub up {
     my ($class, %a) = @_;
     defined $a{rtt_ms} && defined $a{rate_mbit}
         or die "WanLab->up needs rtt_ms and rate_mbit";
-    my $self = bless { params => {%a}, ours => 0 }, ref $class || $class;
+    my $self = bless { params => {%a}, ours => 0,
+                       instance => $a{instance} // $ENV{WANLAB_INSTANCE} },
+        ref $class || $class;
     my @args = ('up', '--rtt-ms', $a{rtt_ms}, '--rate-mbit', $a{rate_mbit});
     push @args, '--queue-bytes', $a{queue_bytes} if defined $a{queue_bytes};
     push @args, '--loss', $a{loss} if defined $a{loss};
@@ -237,17 +243,20 @@ END {
     $_->down for values %LIVE;
 }
 
-# For a .t file, after plan_lab_or_skip: the lab up (%a: up's options),
-# a server in it (server => { SndbufTune::Server options }) serving random
-# files (files => { path => size }), started -- one test. Returns ($lab,
-# $srv, { path => SHA-256 }).
+# For a .t file, after plan_lab_or_skip: a lab of its own up (%a: up's
+# options; tag => one letter or digit: the lab is the instance
+# $WANLAB_INSTANCE (or 'sbt') with the tag added, so that `prove -j` can
+# run the WAN test files side by side), a server in it (server => {
+# SndbufTune::Server options }) serving random files (files => { path =>
+# size }), started -- one test. Returns ($lab, $srv, { path => SHA-256 }).
 sub lab_with_server {
     my ($class, %a) = @_;
-    my ($server, $files) = delete @a{qw(server files)};
+    my ($server, $files, $tag) = delete @a{qw(server files tag)};
     require Test::More;
     Test::More::BAIL_OUT(module_path() . ' not built (run make)')
         unless -f module_path();
-    my $lab = $class->up(%a);
+    my $base = $ENV{WANLAB_INSTANCE} || 'sbt';
+    my $lab = $class->up(%a, instance => substr($base, 0, 8 - length $tag) . $tag);
     Test::More::diag($lab->{up_text} =~ s/\s+$//r);
     # every re-tune in the error log (trace1), for whoever reads a failure
     my $srv = $lab->server(log_level => 'info sndbuf_tune:trace1', %$server);
