@@ -17,16 +17,14 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use Apache::Test qw(-withtestmore);
-use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256);
-use SndbufTune::Kernel qw(poll_until expected_fixed_tb);
+use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256 standalone);
+use SndbufTune::Kernel qw(expected_fixed_tb ss_sockets);
 use SndbufTune::Checks;
-use SndbufTune::Standalone;
 use SndbufTune::StallClient;
+use SndbufTune::Util qw(poll_until);
 
-my $srv = SndbufTune::Standalone->new(name => 'auto', body => <<'CONF');
+my $srv = standalone(name => 'auto', body => <<'CONF');
 Listen [::1]:@PORT@
-LogFormat "%{remote}p %{c}a %{Host}i %U %{SNDBUF_TUNE_POLICY}n %{SNDBUF_TUNE_REQUESTED}n %{SNDBUF_TUNE_EFFECTIVE}n %{SNDBUF_TUNE_RETUNES}n \"%{SNDBUF_TUNE_RULE}n\"" sbt
-CustomLog "@DIR@/access_log" sbt
 <VirtualHost *:@PORT@>
     ServerName auto.test
     SndbufTune auto
@@ -48,35 +46,13 @@ CustomLog "@DIR@/access_log" sbt
     </Location>
 </VirtualHost>
 CONF
-$srv->start or BAIL_OUT("standalone server: $srv->{error}");
+$srv->start or BAIL_OUT('standalone server: ' . $srv->error);
 my $port = $srv->port;
-my $log = $srv->dir . '/access_log';
 
 plan tests => 6;
 
-# The access-log line of the response to client port $cport (or, with
-# $cport undef, to client address $client), once it is written.
-sub logged {
-    my ($cport, $client) = @_;
-    my ($f) = poll_until(10, sub {
-        open my $fh, '<', $log or return undef;
-        my @lines = <$fh>;
-        close $fh;
-        for my $line (reverse @lines) {
-            my %f;
-            @f{qw(port client host path policy requested effective retunes
-                  rule)} = $line =~ /^(\S+) (\S+) (\S+) (\S+) (\S+) (\S+) (\S+) (\S+) "([^"]*)"/
-                or next;
-            return \%f if defined $cport ? $f{port} == $cport
-                                          : $f{client} eq $client;
-        }
-        return undef;
-    });
-    return $f;
-}
-
 # Download all of BIG_PATH (or $path) on one connection, then, with the
-# connection still open, return the kernel's view and the log line.
+# connection still open, return the kernel's view and the access-log entry.
 sub download {
     my ($host, $path) = @_;
     $path //= BIG_PATH;
@@ -87,7 +63,7 @@ sub download {
     is($sha, BIG_SHA256, "$host$path: SHA-256");
     my $v = view_of($c);
     log_view("$host$path", $v);
-    my $f = logged($c->local_port);
+    my $f = $srv->access_entry_for($c->local_port, 10);
     return ($c, $v, $f);
 }
 
@@ -134,15 +110,15 @@ subtest 'IPv6 client: ::1/128 beats ::/0 and the vhost' => sub {
         '-w', '%{http_code} %{size_download}', "http://[::1]:$port" . BIG_PATH
         or die "curl: $!";
     my ($v) = poll_until(10, sub {
-        my $out = `ss -H -tmni state established '( sport = :$port and dst [::1] )'`;
-        return undef unless $out =~ /skmem:\([^)]*\btb(\d+)/;
-        return { tb => $1, raw => $out };
+        (ss_sockets(sport => $port, dst => '[::1]', state => 'established'))[0];
     });
     kill 'TERM', $pid;
     close $curl;
     ok($v, 'the IPv6 connection shows in ss') or return;
     is($v->{tb}, expected_fixed_tb(192 * 1024), 'ss tb == 2 x 192k');
-    my $f = logged(undef, '::1');
+    my ($f) = poll_until(10, sub {
+        (grep { ($_->{client} // '') eq '::1' } $srv->access_entries)[-1];
+    });
     ok($f && $f->{client} eq '::1', 'logged for the IPv6 client');
     like($f && $f->{rule}, qr{^SndbufTuneNetwork ::1/128 at },
          'SNDBUF_TUNE_RULE names the ::1/128 rule');

@@ -1,5 +1,5 @@
 # SndbufTune* values and contexts checked by `apache2 -t` on a minimal
-# config that loads the module (t/lib/SndbufTune/Standalone.pm):
+# config that loads the module (Setup::standalone):
 #   bad values  -> exit != 0, message names the directive and the value
 #   bad arity   -> exit != 0, message names SndbufTune
 #   good values and every allowed context -> Syntax OK
@@ -9,16 +9,13 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use Apache::Test qw(-withtestmore);
-use SndbufTune::Standalone;
+use SndbufTune::Setup qw(standalone);
 
 my @bad = ('0', '-1', '3k', '4095', '2g', '1073741825', 'abc', '10x',
            '99999999999999999999', '1.5m', '1kk', '64kb', '-4k', 'k');
 my @arity = ('SndbufTune', 'SndbufTune 64k 1m', 'SndbufTune ""');
 my @good = ('4k', '4K', '4096', '64k', '1m', '1M', '512m', '1g', '1G',
-            '1073741824', 'unset',
-            # issue 2 had `auto` rejected until issue 4 landed; it has
-            # (docs/auto.md), so it is a valid value now
-            'auto');
+            '1073741824', 'unset', 'auto');
 # [line, the token the message must quote] for the other directives
 my @bad_other = (
     ['SndbufTuneBandwidth 30', '30'],
@@ -62,7 +59,7 @@ my @contexts = (
 plan tests => @bad + @arity + @good + @contexts + @bad_other + @good_other;
 
 my $n = 0;
-sub check { SndbufTune::Standalone->syntax_check(name => 'syntax' . $n++, body => shift) }
+sub check { standalone(name => 'syntax' . $n++, body => shift)->syntax_check }
 
 for my $v (@bad) {
     my ($rc, $out) = check("SndbufTune $v");

@@ -18,28 +18,25 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use Apache::Test qw(-withtestmore);
-use Digest::SHA ();
 use File::Temp ();
 use POSIX ();
 use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256 SMALL_PATH
                          CONFIGURED_SIZES vhost_port);
-use SndbufTune::Kernel qw(poll_until server_view view_str expected_fixed_tb
+use SndbufTune::Checks qw(decision_ok);
+use SndbufTune::Kernel qw(ss_sockets server_view view_str expected_fixed_tb
                           have_sockinspect lock_supported);
+use SndbufTune::Util qw(poll_until sha256_file);
 
 my $curl_h2 = (`curl -V 2>/dev/null` =~ /^Features:.*\bHTTP2\b/m);
 
-# mod_http2 and mod_ssl are loaded unconditionally by t/conf/extra.conf.in
+# mod_http2 and mod_ssl are loaded unconditionally (t/run's base config)
 plan tests => 7, need({ 'curl with HTTP/2 support' => $curl_h2 });
 
 my $port    = vhost_port('sndbuf');
 my $sslport = vhost_port('sndbuf_ssl');
 my $tmp = File::Temp->newdir('sndbuf-h2-XXXXXX', TMPDIR => 1);
-
-sub sha_file {
-    my $d = Digest::SHA->new(256);
-    $d->addfile(shift, 'b');
-    $d->hexdigest;
-}
+my @tls = ('-sk', '--http2', '--resolve', "a.ssl.test:$sslport:127.0.0.1");
+my $tls_url = "https://a.ssl.test:$sslport";
 
 sub headers_of {
     my $file = shift;
@@ -74,11 +71,9 @@ sub stop_curl {
 sub curl_port {
     my ($pid, $sport) = @_;
     my ($cport) = poll_until(10, sub {
-        my $out = `ss -Htnp state established '( dport = :$sport )' 2>/dev/null`;
-        for (split /\n/, $out) {
-            return $1 if /^\s*\d+\s+\d+\s+\S+:(\d+)\s+\S+:$sport\b.*pid=$pid,/;
-        }
-        return undef;
+        my ($s) = grep { ($_->{pid} // 0) == $pid }
+            ss_sockets(dport => $sport, state => 'established', procs => 1);
+        return $s && $s->{lport};
     });
     return $cport;
 }
@@ -103,58 +98,66 @@ sub locked_is {
     }
 }
 
+# A whole download over HTTP/2 with curl: HTTP/2, 200, length, SHA-256, and
+# the decision the module reported for the stream.
+sub h2_download_ok {
+    my ($label, $url, $policy, $bytes, @curl) = @_;
+    my ($h, $b) = ("$tmp/h", "$tmp/b");
+    my $out = `curl @curl -D $h -o $b -w '%{http_version} %{http_code} %{size_download}' $url 2>&1`;
+    is($out, '2 200 ' . BIG_SIZE, 'HTTP/2, 200, full size');
+    is(sha256_file($b), BIG_SHA256, 'SHA-256');
+    my $hdr = headers_of($h);
+    decision_ok(sub { $hdr->{lc $_[0]} }, $policy, $bytes, $label);
+    unlink $b;
+}
+
+# curl, whose (last) download reads slowly (@slow) and so stays open:
+# $check gets the kernel's view of the server's primary socket meanwhile.
+# False if curl's connection was not found.
+my @slow = ('--limit-rate', '64k', '-o', '/dev/null');
+sub h2_held_ok {
+    my ($label, $sport, $check, @curl) = @_;
+    my $pid = curl_bg(@curl);
+    my $cport = curl_port($pid, $sport);
+    ok($cport, "curl's connection found") or do { stop_curl($pid); return 0 };
+    my $v = held_view($cport, $sport);
+    diag("kernel view [$label]: " . view_str($v));
+    $check->($v);
+    stop_curl($pid);
+    return 1;
+}
+
 # 1. h2 over TLS, full download
 subtest 'h2 (TLS, ALPN) full download a.ssl.test' => sub {
-    my $out = `curl -sk --http2 --resolve a.ssl.test:$sslport:127.0.0.1 -D $tmp/h1 -o $tmp/b1 -w '%{http_version} %{http_code} %{size_download}' https://a.ssl.test:$sslport${\ BIG_PATH} 2>&1`;
-    is($out, '2 200 ' . BIG_SIZE, 'HTTP/2, 200, full size');
-    is(sha_file("$tmp/b1"), BIG_SHA256, 'SHA-256');
-    my $h = headers_of("$tmp/h1");
-    is($h->{'x-sndbuf-policy'}, 'fixed', 'policy fixed');
-    is($h->{'x-sndbuf-requested'}, 65536, 'requested 65536');
-    is($h->{'x-sndbuf-effective'}, expected_fixed_tb(65536),
-       'effective = primary socket SO_SNDBUF');
-    unlink "$tmp/b1";
+    h2_download_ok('h2 TLS a.ssl.test', $tls_url . BIG_PATH, 'fixed', 65536,
+                   @tls);
 };
 
 # 2. h2 over TLS, slow reader: kernel view of the primary socket
 subtest 'h2 (TLS) held download: primary socket' => sub {
-    my $pid = curl_bg('-sk', '--http2', '--limit-rate', '64k',
-        '--resolve', "a.ssl.test:$sslport:127.0.0.1", '-o', '/dev/null',
-        "https://a.ssl.test:$sslport" . BIG_PATH);
-    my $cport = curl_port($pid, $sslport);
-    ok($cport, "curl's connection found") or do { stop_curl($pid); return };
-    my $v = held_view($cport, $sslport);
-    diag('kernel view [h2 TLS a.ssl.test]: ' . view_str($v));
-    is($v && $v->{tb}, expected_fixed_tb(65536), 'tb == 2*64k');
-    locked_is($v, 1, 'a.ssl.test h2');
-    stop_curl($pid);
+    h2_held_ok('h2 TLS a.ssl.test', $sslport, sub {
+        my $v = shift;
+        is($v && $v->{tb}, expected_fixed_tb(65536), 'tb == 2*64k');
+        locked_is($v, 1, 'a.ssl.test h2');
+    }, @slow, @tls, $tls_url . BIG_PATH);
 };
 
 # 3. h2c prior knowledge, full download from the 1m vhost
 subtest 'h2c full download fixed1m.test' => sub {
-    my $out = `curl -s --http2-prior-knowledge -H 'Host: fixed1m.test' -D $tmp/h3 -o $tmp/b3 -w '%{http_version} %{http_code} %{size_download}' http://127.0.0.1:$port${\ BIG_PATH} 2>&1`;
-    is($out, '2 200 ' . BIG_SIZE, 'HTTP/2, 200, full size');
-    is(sha_file("$tmp/b3"), BIG_SHA256, 'SHA-256');
-    my $h = headers_of("$tmp/h3");
-    is($h->{'x-sndbuf-policy'}, 'fixed', 'policy fixed');
-    is($h->{'x-sndbuf-effective'}, expected_fixed_tb(1024 * 1024),
-       'effective = 2*1m');
-    unlink "$tmp/b3";
+    h2_download_ok('h2c fixed1m.test', "http://127.0.0.1:$port" . BIG_PATH,
+                   'fixed', 1024 * 1024, '-s', '--http2-prior-knowledge',
+                   '-H', "'Host: fixed1m.test'");
 };
 
 # 4. h2c unset vhost, slow reader
 subtest 'h2c held download unset.test: primary socket' => sub {
-    my $pid = curl_bg('-s', '--http2-prior-knowledge', '--limit-rate', '64k',
-        '-H', 'Host: unset.test', '-o', '/dev/null',
-        "http://127.0.0.1:$port" . BIG_PATH);
-    my $cport = curl_port($pid, $port);
-    ok($cport, "curl's connection found") or do { stop_curl($pid); return };
-    my $v = held_view($cport, $port);
-    diag('kernel view [h2c unset.test]: ' . view_str($v));
-    my %fixed = map { (expected_fixed_tb($_) => 1) } CONFIGURED_SIZES;
-    ok($v && !$fixed{$v->{tb}}, 'tb is none of the configured fixed sizes');
-    locked_is($v, 0, 'unset.test h2c');
-    stop_curl($pid);
+    h2_held_ok('h2c unset.test', $port, sub {
+        my $v = shift;
+        my %fixed = map { (expected_fixed_tb($_) => 1) } CONFIGURED_SIZES;
+        ok($v && !$fixed{$v->{tb}}, 'tb is none of the configured fixed sizes');
+        locked_is($v, 0, 'unset.test h2c');
+    }, @slow, '-s', '--http2-prior-knowledge', '-H', 'Host: unset.test',
+       "http://127.0.0.1:$port" . BIG_PATH);
 };
 
 # Streams of several vhosts on ONE connection. curl 7.88's h2c
@@ -164,34 +167,29 @@ subtest 'h2c held download unset.test: primary socket' => sub {
 # accepts their streams on it. The last stream is a held download.
 sub multi_stream {
     my ($label, $hosts, $held, $want_tb) = @_;
-    my @common = ('-sk', '--http2',
-                  '--resolve', "a.ssl.test:$sslport:127.0.0.1");
-    my $url = "https://a.ssl.test:$sslport";
     my @args;
     my $i = 0;
     for my $h (@$hosts) {
         push @args, '--next' if $i;
-        push @args, @common, '-H', "Host: $h", '-D', "$tmp/mh$i",
+        push @args, @tls, '-H', "Host: $h", '-D', "$tmp/mh$i",
             '-o', '/dev/null',
             # %{stderr}: unbuffered, survives the SIGTERM that ends curl
             '-w', '%{stderr}W %{num_connects} %{http_version} %{http_code}\n',
-            $url . SMALL_PATH;
+            $tls_url . SMALL_PATH;
         $i++;
     }
-    push @args, '--next', @common, '--limit-rate', '64k', '-H', "Host: $held",
-        '-D', "$tmp/mh$i", '-o', '/dev/null', $url . BIG_PATH;
-    my $pid = curl_bg(@args);
-    my $cport = curl_port($pid, $sslport);
-    ok($cport, "curl's connection found") or do { stop_curl($pid); return };
-    my $v = held_view($cport, $sslport);
-    diag("kernel view [h2 $label, held $held]: " . view_str($v));
-    is($v && $v->{tb}, $want_tb, "tb == $want_tb");
-    locked_is($v, 1, $label);
-    my ($held_h) = poll_until(10, sub {
-        my $h = headers_of("$tmp/mh$i");
-        $h->{'x-sndbuf-policy'} ? $h : undef;
-    });
-    stop_curl($pid);
+    push @args, '--next', @slow, @tls, '-H', "Host: $held", '-D', "$tmp/mh$i",
+        $tls_url . BIG_PATH;
+    my $held_h;
+    h2_held_ok("h2 $label, held $held", $sslport, sub {
+        my $v = shift;
+        is($v && $v->{tb}, $want_tb, "tb == $want_tb");
+        locked_is($v, 1, $label);
+        ($held_h) = poll_until(10, sub {
+            my $h = headers_of("$tmp/mh$i");
+            $h->{'x-sndbuf-policy'} ? $h : undef;
+        });
+    }, @args) or return;
     open my $fh, '<', "$tmp/bg.err";
     my @w = map { s/^W //r } grep { /^W / } <$fh>;
     close $fh;

@@ -11,10 +11,8 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use Apache::Test qw(-withtestmore);
-use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256);
+use SndbufTune::Setup qw(BIG_PATH standalone);
 use SndbufTune::Checks;
-use SndbufTune::Standalone;
-use SndbufTune::StallClient;
 
 my @cases = (
     ['inherit.test', BIG_PATH,                'fixed', 256 * 1024],
@@ -25,7 +23,7 @@ my @cases = (
 
 plan tests => scalar @cases;
 
-my $srv = SndbufTune::Standalone->new(name => 'inherit', body => <<'CONF');
+my $srv = standalone(name => 'inherit', body => <<'CONF');
 SndbufTune 256k
 <VirtualHost *:@PORT@>
     ServerName inherit.test
@@ -41,25 +39,14 @@ SndbufTune 256k
     </Location>
 </VirtualHost>
 CONF
-$srv->start or BAIL_OUT("standalone server: $srv->{error}");
+$srv->start or BAIL_OUT('standalone server: ' . $srv->error);
 my $port = $srv->port;
 
 for my $case (@cases) {
     my ($host, $path, $policy, $bytes) = @$case;
     subtest "$host$path ($policy)" => sub {
-        my $c = SndbufTune::StallClient->new(port => $port);
-        is($c->request($path, $host), 200, 'status 200');
-        decision_ok(sub { $c->header($_[0]) }, $policy, $bytes, "$host$path");
-        $c->read_body(32 * 1024);
-        if ($policy eq 'fixed') {
-            fixed_ok($c, $bytes, "$host$path");
-        }
-        else {
-            autotuned_ok($c, undef, "$host$path");
-        }
-        my ($len, $sha) = $c->finish_body;
-        is($len, BIG_SIZE, 'whole body');
-        is($sha, BIG_SHA256, 'SHA-256');
+        download_ok(port => $port, host => $host, path => $path,
+                    policy => $policy, bytes => $bytes);
     };
 }
 

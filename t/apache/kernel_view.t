@@ -12,10 +12,9 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use Apache::Test qw(-withtestmore);
-use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256 vhost_port);
+use SndbufTune::Setup qw(vhost_port);
 use SndbufTune::Kernel qw(wmem_max tcp_wmem);
 use SndbufTune::Checks;
-use SndbufTune::StallClient;
 
 my @cases = (
     ['fixed64k.test', 'fixed', 64 * 1024],
@@ -32,22 +31,7 @@ diag("kernel: wmem_max=" . wmem_max() . " tcp_wmem=" . join(' ', tcp_wmem()));
 for my $case (@cases) {
     my ($host, $policy, $bytes) = @$case;
     subtest "$host ($policy)" => sub {
-        my $c = SndbufTune::StallClient->new(port => $port);
-
-        is($c->request(BIG_PATH, $host), 200, 'status 200');
-        decision_ok(sub { $c->header($_[0]) }, $policy, $bytes, $host);
-        $c->read_body(32 * 1024);           # a little, then stall
-
-        if ($policy eq 'fixed') {
-            fixed_ok($c, $bytes, $host);
-        }
-        else {
-            autotuned_ok($c, undef, $host);
-        }
-
-        my ($len, $sha) = $c->finish_body;
-        is($len, BIG_SIZE, 'whole body received');
-        is($sha, BIG_SHA256, 'SHA-256 of the body');
-        $c->close;
+        download_ok(port => $port, host => $host, policy => $policy,
+                    bytes => $bytes, label => $host)->close;
     };
 }

@@ -13,9 +13,8 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use Apache::Test qw(-withtestmore);
-use SndbufTune::Setup qw(BIG_SIZE BIG_SHA256 vhost_port);
+use SndbufTune::Setup qw(vhost_port);
 use SndbufTune::Checks;
-use SndbufTune::StallClient;
 
 my @cases = (
     ['loc.test',      '/gen/big.bin',          'fixed', 64 * 1024],
@@ -33,18 +32,7 @@ my $port = vhost_port('sndbuf');
 for my $case (@cases) {
     my ($host, $path, $policy, $bytes) = @$case;
     subtest "$host$path ($policy)" => sub {
-        my $c = SndbufTune::StallClient->new(port => $port);
-        is($c->request($path, $host), 200, 'status 200');
-        decision_ok(sub { $c->header($_[0]) }, $policy, $bytes, "$host$path");
-        $c->read_body(32 * 1024);
-        if ($policy eq 'fixed') {
-            fixed_ok($c, $bytes, "$host$path");
-        }
-        else {
-            autotuned_ok($c, undef, "$host$path");
-        }
-        my ($len, $sha) = $c->finish_body;
-        is($len, BIG_SIZE, 'whole body received');
-        is($sha, BIG_SHA256, 'SHA-256 of the body');
+        download_ok(port => $port, host => $host, path => $path,
+                    policy => $policy, bytes => $bytes);
     };
 }

@@ -10,7 +10,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use Apache::Test qw(-withtestmore);
-use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256 vhost_port);
+use SndbufTune::Setup qw(vhost_port);
 use SndbufTune::Checks;
 use SndbufTune::StallClient;
 
@@ -28,18 +28,8 @@ for my $case (@cases) {
     subtest "https://$name ($policy)" => sub {
         my $c = SndbufTune::StallClient->new(port => $port, sni => $name);
         is($c->peer_cn, $name, 'SNI selected the certificate of the vhost');
-        is($c->request(BIG_PATH, $name), 200, 'status 200');
-        decision_ok(sub { $c->header($_[0]) }, $policy, $bytes, $name);
-        $c->read_body(32 * 1024);
-        if ($policy eq 'fixed') {
-            fixed_ok($c, $bytes, $name);
-        }
-        else {
-            autotuned_ok($c, undef, $name);
-        }
-        my ($len, $sha) = $c->finish_body;
-        is($len, BIG_SIZE, 'whole body received');
-        is($sha, BIG_SHA256, 'SHA-256 of the body');
+        download_ok(client => $c, host => $name, policy => $policy,
+                    bytes => $bytes, label => $name);
     };
 }
 

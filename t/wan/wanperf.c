@@ -23,6 +23,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,6 +313,50 @@ static int do_rtt(const struct opts *o)
     return got ? 0 : 1;
 }
 
+/* The options, each --name VALUE: where it goes and what type it is. */
+static const struct opt_def {
+    const char *name;
+    char type;                  /* 's' string, 'i' int, 'd' double */
+    size_t off;
+} opt_defs[] = {
+    {"--bind", 's', offsetof(struct opts, addr)},
+    {"--connect", 's', offsetof(struct opts, addr)},
+    {"--cc", 's', offsetof(struct opts, cc)},
+    {"--port", 'i', offsetof(struct opts, port)},
+    {"--sndbuf", 'i', offsetof(struct opts, sndbuf)},
+    {"--count", 'i', offsetof(struct opts, count)},
+    {"--interval-ms", 'i', offsetof(struct opts, interval_ms)},
+    {"--timeout-ms", 'i', offsetof(struct opts, timeout_ms)},
+    {"--time", 'd', offsetof(struct opts, time)},
+    {"--warmup", 'd', offsetof(struct opts, warmup)},
+    {"--interval", 'd', offsetof(struct opts, interval)},
+};
+
+static void set_opt(struct opts *o, const char *name, const char *v)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(opt_defs) / sizeof(opt_defs[0]); i++) {
+        const struct opt_def *d = &opt_defs[i];
+        char *field = (char *)o + d->off;
+
+        if (strcmp(name, d->name)) {
+            continue;
+        }
+        if (d->type == 's') {
+            *(const char **)field = v;
+        }
+        else if (d->type == 'i') {
+            *(int *)field = atoi(v);
+        }
+        else {
+            *(double *)field = atof(v);
+        }
+        return;
+    }
+    usage();
+}
+
 int main(int argc, char **argv)
 {
     struct opts o = {
@@ -323,46 +368,11 @@ int main(int argc, char **argv)
     if (argc < 2) {
         usage();
     }
-    for (i = 2; i < argc; i++) {
-        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-        if (!v) {
-            usage();
-        }
-        i++;
-        if (!strcmp(k, "--bind") || !strcmp(k, "--connect")) {
-            o.addr = v;
-        }
-        else if (!strcmp(k, "--port")) {
-            o.port = atoi(v);
-        }
-        else if (!strcmp(k, "--time")) {
-            o.time = atof(v);
-        }
-        else if (!strcmp(k, "--warmup")) {
-            o.warmup = atof(v);
-        }
-        else if (!strcmp(k, "--interval")) {
-            o.interval = atof(v);
-        }
-        else if (!strcmp(k, "--sndbuf")) {
-            o.sndbuf = atoi(v);
-        }
-        else if (!strcmp(k, "--cc")) {
-            o.cc = v;
-        }
-        else if (!strcmp(k, "--count")) {
-            o.count = atoi(v);
-        }
-        else if (!strcmp(k, "--interval-ms")) {
-            o.interval_ms = atoi(v);
-        }
-        else if (!strcmp(k, "--timeout-ms")) {
-            o.timeout_ms = atoi(v);
-        }
-        else {
-            usage();
-        }
+    for (i = 2; i + 1 < argc; i += 2) {
+        set_opt(&o, argv[i], argv[i + 1]);
+    }
+    if (i < argc) {
+        usage();                /* an option without its value */
     }
     if (!strcmp(argv[1], "source")) {
         return do_source(&o);

@@ -139,29 +139,32 @@ static struct stats *S;
 static uint64_t rng_state;
 static FILE *log_fp;
 
-static void logmsg(const char *fmt, ...)
+static void vlogmsg(const char *fmt, va_list ap)
 {
-    va_list ap;
     FILE *f = log_fp ? log_fp : stderr;
 
     fprintf(f, "wanrelay: ");
-    va_start(ap, fmt);
     vfprintf(f, fmt, ap);
-    va_end(ap);
     fputc('\n', f);
     fflush(f);
+}
+
+static void logmsg(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vlogmsg(fmt, ap);
+    va_end(ap);
 }
 
 static void die(const char *fmt, ...)
 {
     va_list ap;
-    FILE *f = log_fp ? log_fp : stderr;
 
-    fprintf(f, "wanrelay: ");
     va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
+    vlogmsg(fmt, ap);
     va_end(ap);
-    fputc('\n', f);
     exit(1);
 }
 
@@ -683,6 +686,30 @@ int main(int argc, char **argv)
     size_t ringcap;
     sigset_t mask;
     int i, fd, sfd, orig_ns, tun_s, tun_c;
+    size_t j;
+    /* each --name VALUE: a string, or a number; "given" for the required */
+    const struct {
+        const char *name;
+        const char **str;
+        uint64_t *num;
+        int *given;
+    } opts[] = {
+        {"--server-ns", &sns, NULL, NULL},
+        {"--client-ns", &cns, NULL, NULL},
+        {"--dev", &dev, NULL, NULL},
+        {"--stats", &statsfile, NULL, NULL},
+        {"--pidfile", &pidfile, NULL, NULL},
+        {"--log", &logfile, NULL, NULL},
+        {"--rate-bps", NULL, &rate, &have_rate},
+        {"--delay-ns", NULL, &delay, &have_delay},
+        {"--queue-bytes", NULL, &queue, &have_queue},
+        {"--loss-ppb", NULL, &loss, NULL},
+        {"--mtu", NULL, &mtu, NULL},
+        {"--late-ns", NULL, &late, &have_late},
+        {"--seed", NULL, &seed, NULL},
+        {"--rt-prio", NULL, &rtprio, NULL},
+    };
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
     for (i = 1; i < argc; i++) {
         const char *o = argv[i];
@@ -700,54 +727,19 @@ int main(int argc, char **argv)
             usage();
         }
         i++;
-        if (!strcmp(o, "--server-ns")) {
-            sns = v;
+        for (j = 0; j < NOPTS && strcmp(o, opts[j].name); j++) {
         }
-        else if (!strcmp(o, "--client-ns")) {
-            cns = v;
+        if (j == NOPTS) {
+            usage();
         }
-        else if (!strcmp(o, "--dev")) {
-            dev = v;
-        }
-        else if (!strcmp(o, "--stats")) {
-            statsfile = v;
-        }
-        else if (!strcmp(o, "--pidfile")) {
-            pidfile = v;
-        }
-        else if (!strcmp(o, "--log")) {
-            logfile = v;
-        }
-        else if (!strcmp(o, "--rate-bps")) {
-            rate = parse_u64(o, v);
-            have_rate = 1;
-        }
-        else if (!strcmp(o, "--delay-ns")) {
-            delay = parse_u64(o, v);
-            have_delay = 1;
-        }
-        else if (!strcmp(o, "--queue-bytes")) {
-            queue = parse_u64(o, v);
-            have_queue = 1;
-        }
-        else if (!strcmp(o, "--loss-ppb")) {
-            loss = parse_u64(o, v);
-        }
-        else if (!strcmp(o, "--mtu")) {
-            mtu = parse_u64(o, v);
-        }
-        else if (!strcmp(o, "--late-ns")) {
-            late = parse_u64(o, v);
-            have_late = 1;
-        }
-        else if (!strcmp(o, "--seed")) {
-            seed = parse_u64(o, v);
-        }
-        else if (!strcmp(o, "--rt-prio")) {
-            rtprio = parse_u64(o, v);
+        if (opts[j].str) {
+            *opts[j].str = v;
         }
         else {
-            usage();
+            *opts[j].num = parse_u64(o, v);
+        }
+        if (opts[j].given) {
+            *opts[j].given = 1;
         }
     }
     if (!sns || !cns || !dev || !statsfile || !have_rate || !have_delay

@@ -13,20 +13,28 @@ package SndbufTune::Checks;
 #       transfer through (bounded poll).
 #   untouched_locked_ok($client, $tb, $label)
 #       tb == $tb and locked, not changed by the module (core SendBufferSize)
-#
 # $client is a SndbufTune::StallClient whose response headers have been
 # read and which then stopped reading.
+#
+#   decision_ok($header_sub, $policy, $bytes, $label)
+#       what the module reported (X-Sndbuf-* headers from its notes)
+#   download_ok(%args)
+#       the whole round: request a large file, check the decision, read
+#       32k and stall, check the kernel's view (fixed_ok or autotuned_ok,
+#       or the caller's check), read the rest: length and SHA-256
 use strict;
 use warnings;
 
 use Test::More;
-use SndbufTune::Kernel qw(server_view view_str expected_fixed_tb poll_until
+use SndbufTune::Kernel qw(server_view view_str expected_fixed_tb
                           have_sockinspect lock_supported tcp_wmem);
-use SndbufTune::Setup qw(CONFIGURED_SIZES);
+use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256 CONFIGURED_SIZES);
+use SndbufTune::StallClient ();
+use SndbufTune::Util qw(poll_until);
 use Exporter 'import';
 
 our @EXPORT = qw(fixed_ok autotuned_ok untouched_locked_ok view_of
-                 decision_ok log_view);
+                 decision_ok download_ok log_view);
 
 our $BULK = 4 * 1024 * 1024;    # bytes pulled through for the growth checks
 our $POLL = 10;                 # seconds, upper bound for any kernel poll
@@ -50,14 +58,11 @@ sub _lock_checks {
             unless have_sockinspect();
         ok(defined $v->{so_sndbuf}, "$label: sockinspect read the socket")
             or diag($v->{sockinspect_error} // 'no data');
-        if (lock_supported($v)) {
-            is($v->{sndbuf_locked}, $want,
-               "$label: SO_BUF_LOCK send bit " . ($want ? 'set' : 'clear'))
-                or diag('kernel view: ' . view_str($v));
-        }
-        else {
-            pass("$label: kernel cannot report SO_BUF_LOCK (< 5.15)");
-        }
+        skip "$label: the kernel cannot report SO_BUF_LOCK (< 5.15)", 1
+            unless lock_supported($v);
+        is($v->{sndbuf_locked}, $want,
+           "$label: SO_BUF_LOCK send bit " . ($want ? 'set' : 'clear'))
+            or diag('kernel view: ' . view_str($v));
     }
 }
 
@@ -156,6 +161,44 @@ sub decision_ok {
         is($hdr->('X-Sndbuf-Requested'), '-', "$label: SNDBUF_TUNE_REQUESTED");
         is($hdr->('X-Sndbuf-Effective'), '-', "$label: SNDBUF_TUNE_EFFECTIVE");
     }
+}
+
+# One large download, checked from start to end:
+#   port, host, path (default BIG_PATH), label (default host.path)
+#   client   a StallClient to reuse (keep-alive; default: a new one, with
+#            sni => NAME for TLS)
+#   policy, bytes    the decision the module must report (decision_ok);
+#            without policy, none is checked
+#   check    sub { $client } for the kernel's view while the client stalls;
+#            default fixed_ok($bytes) for 'fixed', else autotuned_ok
+#            (baseline => tb the socket had before, default a fresh one's)
+#   also     sub { $client }, run before that check, while stalled
+# Status 200, then 32k read, the check, the rest: BIG_SIZE bytes whose
+# SHA-256 is BIG_SHA256. Returns the client.
+sub download_ok {
+    my (%a) = @_;
+    my $path = $a{path} // BIG_PATH;
+    my $label = $a{label} // "$a{host}$path";
+    my $c = $a{client} // SndbufTune::StallClient->new(port => $a{port},
+                                                       sni => $a{sni});
+    is($c->request($path, $a{host}), 200, "$label: status 200");
+    decision_ok(sub { $c->header($_[0]) }, $a{policy}, $a{bytes}, $label)
+        if defined $a{policy};
+    $c->read_body(32 * 1024);           # a little, then stall
+    $a{also}->($c) if $a{also};
+    if ($a{check}) {
+        $a{check}->($c);
+    }
+    elsif (($a{policy} // '') eq 'fixed') {
+        fixed_ok($c, $a{bytes}, $label);
+    }
+    else {
+        autotuned_ok($c, $a{baseline}, $label);
+    }
+    my ($len, $sha) = $c->finish_body;
+    is($len, BIG_SIZE, "$label: whole body received");
+    is($sha, BIG_SHA256, "$label: SHA-256 of the body");
+    return $c;
 }
 
 1;

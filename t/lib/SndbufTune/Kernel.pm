@@ -1,20 +1,21 @@
 package SndbufTune::Kernel;
-# The kernel's view of the server's end of a test connection:
-#   ss -tmni      skmem tb (sk_sndbuf), w (queued), cwnd, Send-Q
+# The kernel's view of a server socket:
+#   ss -tmnie     skmem tb (sk_sndbuf), w (queued), the tcp_info counters
+#                 (cwnd, rtt, bytes_acked, sndbuf_limited, ...), the inode;
+#                 parse_ss is the one parser of ss's output
 #   sockinspect   SO_SNDBUF, SO_BUF_LOCK, TCP_INFO, read from the httpd
-#                 child's own socket via pidfd_getfd (root only)
-# and bounded polling, so that tests wait for a kernel state instead of
-# sleeping.
+#                 child's own socket via pidfd_getfd (root only;
+#                 t/helpers/sockinspect, built by t/run)
+# and the sysctls that decide what a size becomes.
 use strict;
 use warnings;
 
-use File::Spec;
-use Time::HiRes ();
 use Exporter 'import';
+use SndbufTune::Util qw(capture top_dir);
 
 our @EXPORT_OK = qw(
-    wmem_max tcp_wmem expected_fixed_tb ss_view sockinspect server_view
-    poll_until wait_server_socket have_sockinspect view_str lock_supported
+    wmem_max tcp_wmem expected_fixed_tb parse_ss ss_sockets ss_view
+    sockinspect have_sockinspect lock_supported server_view view_str
 );
 
 sub _read_sysctl {
@@ -41,65 +42,121 @@ sub expected_fixed_tb {
     return 2 * $v;
 }
 
-# ss for the server socket local:SPORT <-> peer:CPORT (ESTABLISHED).
-# Returns a hash (tb, rb, w, t, cwnd, send_q, recv_q, raw) or undef.
-sub ss_view {
-    my ($sport, $cport) = @_;
-    my @cmd = ('ss', '-H', '-tmni', 'state', 'established',
-               "( sport = :$sport and dport = :$cport )");
-    open my $fh, '-|', @cmd or die "ss: $!";
-    local $/;
-    my $out = <$fh> // '';
-    close $fh;
-    return undef unless $out =~ /\S/;
-    (my $flat = $out) =~ s/\s+/ /g;
-    my %v = (raw => $flat);
-    # with a state filter ss drops the State column: Recv-Q Send-Q Local Peer
-    if ($flat =~ /^\s*(\d+)\s+(\d+)\s+\S+:(\d+)\s+\S+:(\d+)/) {
-        @v{qw(recv_q send_q)} = ($1, $2);
-    }
-    if ($flat =~ /skmem:\(([^)]*)\)/) {
-        for my $kv (split /,/, $1) {
-            $v{$1} = $2 if $kv =~ /^([a-z_]+)(\d+)$/;
+my %BW_UNIT = ('' => 1, K => 1e3, k => 1e3, M => 1e6, G => 1e9, T => 1e12);
+sub _bw { my ($n, $u) = @_; return $n * ($BW_UNIT{$u // ''} // 1) }
+
+# Parse `ss -t` output (any of -m -i -e -p -n -H; with or without the State
+# column) into a list of hashes, one per socket:
+#   local, peer, lport, pport, state, recv_q, send_q, inode, pid (-p),
+#   skmem: r rb t tb f w o bl d,
+#   cwnd mss rtt_us rttvar_us minrtt_us bytes_sent bytes_acked
+#   bytes_retrans bytes_received unacked notsent data_segs_out delivered
+#   retrans (total) retrans_now delivery_rate pacing_rate send_bps (bit/s)
+#   busy_ms sndbuf_limited_ms rwnd_limited_ms app_limited (0/1),
+#   raw (the socket's text on one line).
+sub parse_ss {
+    my $text = shift;
+    my @socks;
+    my $cur;
+    for my $line (split /\n/, $text) {
+        next if $line =~ /^\s*$/;
+        next if $line =~ /^(State|Recv-Q|Netid)\s/;
+        if ($line =~ /^\S/) {
+            push @socks, $cur if $cur;
+            $cur = { raw => $line };
+            my @f = split ' ', $line;
+            # optional State column, then Recv-Q Send-Q Local Peer
+            my $state = $f[0] =~ /^\d+$/ ? undef : shift @f;
+            @$cur{qw(state recv_q send_q local peer)} = ($state, @f[0 .. 3]);
+            $cur->{lport} = $1 if ($cur->{local} // '') =~ /:(\d+)$/;
+            $cur->{pport} = $1 if ($cur->{peer} // '') =~ /:(\d+)$/;
+        }
+        elsif ($cur) {
+            $cur->{raw} .= ' ' . ($line =~ s/^\s+//r);
         }
     }
-    $v{cwnd} = $1 if $flat =~ /\bcwnd:(\d+)/;
-    $v{mss}  = $1 if $flat =~ /\bmss:(\d+)/;
-    return defined $v{tb} ? \%v : undef;
+    push @socks, $cur if $cur;
+    for my $s (@socks) {
+        my $r = $s->{raw};
+        if ($r =~ /skmem:\(([^)]*)\)/) {
+            for my $kv (split /,/, $1) {
+                $s->{$1} = $2 if $kv =~ /^([a-z_]+)(\d+)$/;
+            }
+        }
+        $s->{inode} = $1 if $r =~ /\bino:(\d+)/;
+        $s->{pid} = $1 if $r =~ /\busers:\(\("[^"]*",pid=(\d+)/;
+        $s->{cwnd} = $1 if $r =~ /\bcwnd:(\d+)/;
+        $s->{mss} = $1 if $r =~ /\bmss:(\d+)/;
+        if ($r =~ /\brtt:([\d.]+)\/([\d.]+)/) {
+            $s->{rtt_us} = $1 * 1000;
+            $s->{rttvar_us} = $2 * 1000;
+        }
+        $s->{minrtt_us} = $1 * 1000 if $r =~ /\bminrtt:([\d.]+)/;
+        for my $k (qw(bytes_sent bytes_acked bytes_retrans bytes_received
+                      unacked notsent data_segs_out delivered)) {
+            $s->{$k} = $1 if $r =~ /\b$k:(\d+)/;
+        }
+        if ($r =~ /\bretrans:(\d+)\/(\d+)/) {
+            @$s{qw(retrans_now retrans)} = ($1, $2);
+        }
+        $s->{retrans} //= 0;
+        $s->{delivery_rate} = _bw($1, $2)
+            if $r =~ /\bdelivery_rate ([\d.]+)([KMGT]?)bps/;
+        $s->{pacing_rate} = _bw($1, $2)
+            if $r =~ /\bpacing_rate ([\d.]+)([KMGT]?)bps/;
+        $s->{send_bps} = _bw($1, $2) if $r =~ /\bsend ([\d.]+)([KMGT]?)bps/;
+        for my $k (qw(busy sndbuf_limited rwnd_limited)) {
+            $s->{"${k}_ms"} = $r =~ /\b$k:(\d+)ms/ ? $1 : 0;
+        }
+        $s->{app_limited} = $r =~ /\bapp_limited\b/ ? 1 : 0;
+    }
+    return @socks;
 }
 
-my $SOCKINSPECT;
-sub _sockinspect_bin {
-    return $SOCKINSPECT if defined $SOCKINSPECT;
-    my $bin = $ENV{SOCKINSPECT};
-    unless ($bin) {
-        require Apache::Test;
-        $bin = File::Spec->catfile(Apache::Test::vars('serverroot'),
-                                   'helpers', 'sockinspect');
-    }
-    return $SOCKINSPECT = $bin;
+# TCP sockets that still hold memory (not TIME-WAIT), parsed. Filters:
+#   ns     network namespace (ss -N; default: the current one)
+#   state  ss state filter (default 'connected': ESTABLISHED, FIN-WAIT-1,
+#          ... -- a socket httpd has closed may still be sending)
+#   sport, dport   local / peer port;  dst  peer address, e.g. '[::1]'
+#   procs  1: ask for the owning process too (ss -p: pid)
+sub ss_sockets {
+    my (%a) = @_;
+    my @cmd = ('ss');
+    push @cmd, '-N', $a{ns} if defined $a{ns};
+    push @cmd, '-H', $a{procs} ? '-tmniep' : '-tmnie', 'state',
+        $a{state} // 'connected';
+    my @f;
+    push @f, "sport = :$a{sport}" if $a{sport};
+    push @f, "dport = :$a{dport}" if $a{dport};
+    push @f, "dst $a{dst}" if $a{dst};
+    push @cmd, '( ' . join(' and ', @f) . ' )' if @f;
+    my ($rc, $out) = capture(@cmd);
+    die "ss failed (exit $rc): $out" if $rc != 0;
+    return grep { defined $_->{tb} } parse_ss($out);
 }
+
+# The ESTABLISHED server socket local:SPORT <-> peer:CPORT, or undef.
+sub ss_view {
+    my ($sport, $cport) = @_;
+    my ($v) = ss_sockets(sport => $sport, dport => $cport,
+                         state => 'established');
+    return $v;
+}
+
+my $SOCKINSPECT = $ENV{SOCKINSPECT} || top_dir() . '/t/helpers/sockinspect';
 
 sub have_sockinspect {
-    return $> == 0 && -x _sockinspect_bin();
+    return $> == 0 && -x $SOCKINSPECT;
 }
 
 # sockinspect output as a hash, or undef (with the reason in $@).
 sub sockinspect {
     my ($sport, $cport) = @_;
-    my $bin = _sockinspect_bin();
-    open my $fh, '-|', "$bin --local-port $sport --remote-port $cport 2>&1"
-        or die "$bin: $!";
-    my %v;
-    my $raw = '';
-    while (my $l = <$fh>) {
-        $raw .= $l;
-        chomp $l;
-        $v{$1} = $2 if $l =~ /^(\w+)=(.*)$/;
-    }
-    close $fh;
-    if ($? != 0 || !defined $v{so_sndbuf}) {
-        $@ = "sockinspect exit " . ($? >> 8) . ": $raw";
+    my ($rc, $raw) = capture($SOCKINSPECT, '--local-port', $sport,
+                             '--remote-port', $cport);
+    my %v = map { /^(\w+)=(.*)$/ ? ($1 => $2) : () } split /\n/, $raw;
+    if ($rc != 0 || !defined $v{so_sndbuf}) {
+        $@ = "sockinspect exit $rc: $raw";
         return undef;
     }
     return \%v;
@@ -112,8 +169,8 @@ sub lock_supported {
 }
 
 # ss + sockinspect merged; sockinspect keys are kept as printed
-# (so_sndbuf, so_buf_lock, sndbuf_locked, tcpi_*). undef if ss does not
-# show the socket.
+# (so_sndbuf, so_buf_lock, sndbuf_locked, tcpi_*, pid, fd; its inode
+# replaces ss's, they are the same). undef if ss does not show the socket.
 sub server_view {
     my ($sport, $cport) = @_;
     my $v = ss_view($sport, $cport) or return undef;
@@ -134,35 +191,9 @@ sub view_str {
     return 'no socket' unless $v;
     return join ' ', map { "$_=$v->{$_}" }
         grep { defined $v->{$_} }
-        qw(tb w send_q cwnd so_sndbuf so_buf_lock sndbuf_locked
+        qw(tb w send_q cwnd bytes_acked so_sndbuf so_buf_lock sndbuf_locked
            tcpi_snd_cwnd tcpi_min_rtt tcpi_delivery_rate
            tcpi_sndbuf_limited sockinspect_error);
-}
-
-# Call $probe until it returns a true value or $timeout seconds pass.
-# Returns (value, tries); value is undef on timeout. Bounded, never sleeps
-# longer than $interval between probes.
-sub poll_until {
-    my ($timeout, $probe, $interval) = @_;
-    $interval //= 0.01;
-    my $deadline = Time::HiRes::time() + $timeout;
-    my $tries = 0;
-    while (1) {
-        $tries++;
-        my $r = $probe->();
-        return ($r, $tries) if $r;
-        last if Time::HiRes::time() > $deadline;
-        Time::HiRes::sleep($interval);
-    }
-    return (undef, $tries);
-}
-
-# Wait until the server end of the connection from CPORT shows up in ss
-# (the handshake completes on the server side asynchronously).
-sub wait_server_socket {
-    my ($sport, $cport, $timeout) = @_;
-    my ($v) = poll_until($timeout // 5, sub { ss_view($sport, $cport) });
-    return $v;
 }
 
 1;

@@ -1,6 +1,7 @@
 package SndbufTune::Setup;
-# What t/conf/extra.conf.in configures (vhost names, policies, paths) and the
-# generated test data, in one place for the .t files. Keep in step with
+# For the Apache::Test suite (t/apache): the generated test data and what
+# t/conf/extra.conf.in configures (paths, sizes, vhost ports), and the
+# standalone servers beside Apache::Test's. Keep in step with
 # t/conf/extra.conf.in.
 use strict;
 use warnings;
@@ -10,9 +11,12 @@ use File::Path ();
 use File::Spec;
 use Exporter 'import';
 
+use SndbufTune::Server ();
+use SndbufTune::Util qw(sha256_file);
+
 our @EXPORT_OK = qw(
-    %POLICY BIG_PATH BIG_SIZE BIG_SHA256 SMALL_PATH CONFIGURED_SIZES
-    generate_data parse_size t_dir module_path vhost_port docroot
+    BIG_PATH BIG_SIZE BIG_SHA256 SMALL_PATH CONFIGURED_SIZES
+    generate_data vhost_port standalone
 );
 
 # Deterministic test data: SHA-256 in counter mode, 16 MiB.
@@ -26,39 +30,21 @@ use constant SMALL_PATH => '/gen/small.txt';
 use constant CONFIGURED_SIZES => (64 * 1024, 256 * 1024, 512 * 1024,
                                   1024 * 1024);
 
-# name-based vhost => [expected policy, requested bytes or undef]
-our %POLICY = (
-    'none.test'     => ['none',  undef],
-    'fixed64k.test' => ['fixed', 64 * 1024],
-    'fixed1m.test'  => ['fixed', 1024 * 1024],
-    'unset.test'    => ['unset', undef],
-    'loc.test'      => ['fixed', 64 * 1024],
-    'a.ssl.test'    => ['fixed', 64 * 1024],
-    'b.ssl.test'    => ['unset', undef],
-    'c.ssl.test'    => ['fixed', 1024 * 1024],
-    'd.ssl.test'    => ['unset', undef],
-);
-
-sub parse_size {
-    my $s = shift;
-    my %mult = (k => 1024, m => 1024**2, g => 1024**3);
-    $s =~ /^(\d+)([kmg]?)$/i or die "bad size $s";
-    return $1 * ($2 ? $mult{lc $2} : 1);
-}
-
-sub t_dir {
+# A SndbufTune::Server beside Apache::Test's, for what cannot live in it
+# (global settings, a SndbufTune in the main server, `apache2 -t` on bad
+# configurations): it serves Apache::Test's document root (t/htdocs or the
+# copy t/run staged) as Apache::Test's user, sends the module's decision
+# as X-Sndbuf-* headers, and keeps its files in t/logs/standalone/NAME.
+sub standalone {
+    my (%a) = @_;
     require Apache::Test;
-    return Apache::Test::vars('serverroot');
-}
-
-sub docroot {
-    require Apache::Test;
-    return Apache::Test::vars('documentroot');
-}
-
-sub module_path {
-    return File::Spec->catfile(t_dir(), File::Spec->updir, '.libs',
-                               'mod_sndbuf_tune.so');
+    my $dir = File::Spec->catdir(Apache::Test::vars('serverroot'), 'logs',
+                                 'standalone', $a{name});
+    File::Path::remove_tree($dir);
+    return SndbufTune::Server->new(
+        dir => $dir, docroot => Apache::Test::vars('documentroot'),
+        user => Apache::Test::vars('user'),
+        group => Apache::Test::vars('group'), decision_headers => 1, %a);
 }
 
 # The port Apache::Test allocated for a <VirtualHost name:KEY> key.
@@ -69,13 +55,6 @@ sub vhost_port {
     my $port = $cfg->{vhosts}{$key}{port}
         or die "no vhost port for key $key";
     return $port;
-}
-
-sub _sha_file {
-    my $path = shift;
-    my $sha = Digest::SHA->new(256);
-    $sha->addfile($path, 'b');
-    return $sha->hexdigest;
 }
 
 sub _symlink {
@@ -92,7 +71,7 @@ sub generate_data {
     File::Path::make_path($gen, "$gen/loc1m", "$gen/locunset",
                           "$gen/dir256k", { mode => 0755 });
     my $big = "$docroot" . BIG_PATH;
-    unless (-s $big && -s _ == BIG_SIZE && _sha_file($big) eq BIG_SHA256) {
+    unless (-s $big && -s _ == BIG_SIZE && sha256_file($big) eq BIG_SHA256) {
         my $tmp = "$big.tmp.$$";
         open my $fh, '>', $tmp or die "$tmp: $!";
         binmode $fh;
@@ -106,7 +85,7 @@ sub generate_data {
         }
         print $fh $buf or die "$tmp: $!";
         close $fh or die "$tmp: $!";
-        my $got = _sha_file($tmp);
+        my $got = sha256_file($tmp);
         die "generated data has sha256 $got, expected " . BIG_SHA256
             unless $got eq BIG_SHA256;
         chmod 0644, $tmp;

@@ -3,109 +3,58 @@ package SndbufTune::WanLab;
 #
 #   plan_lab_or_skip();                # in a .t: root + TUN, or skip (CI: fail)
 #   my $lab = SndbufTune::WanLab->up(rtt_ms => 250, rate_mbit => 30);
-#   my $srv = $lab->server(body => "SndbufTune 16k\n");  # apache2 in the
-#   my $sha = $srv->add_random_file('/data.bin', 4 << 20); # server namespace
-#   $srv->start or die $srv->{error};  # returns once it answers the client
+#   my $srv = $lab->server(body => "SndbufTune 16k\n");  # a SndbufTune::Server
+#   my $sha = $srv->add_random_file('/data.bin', 4 << 20); # in the server
+#   $srv->start or die $srv->error;    # namespace; returns once it answers
+#                                      # the client through the path
 #   my $d = $lab->download(url => $srv->url('/data.bin'), out => $file);
-#   # $d->{res}: curl's -w values; $d->{ss}: [t, ss -tmi hash] samples of
-#   # the server socket taken while the download ran; $d->{port}: its port
+#   # $d->{res}: curl's -w values; $d->{ss}: [t, ss hash] samples of the
+#   # server socket taken while the download ran; $d->{port}: its port
 #   my $e = $srv->access_entry_for($d->{port});   # the SNDBUF_TUNE_* notes
 #   $srv->stop; $lab->down;            # (also on DESTROY, END and signals)
 #
 # curl_start/sample_while/curl_wait do the same for many downloads at once.
-# Also, without a lab: SndbufTune::WanLab::Server->new(listen =>
-# '127.0.0.1:PORT', ...) runs the same server on loopback (bench's wrk runs).
 #
-# The lab is one per machine (fixed namespace names), so up() waits, bounded,
-# while someone else's lab is up, and down() only takes down a lab this
-# object brought up (checked by the relay's pid).
-#
-# Reuses SndbufTune::Kernel (poll_until, sysctls, expected_fixed_tb).
-# Kernel::ss_view reads one socket's tb/w/cwnd in the current namespace;
-# here ss runs in the server namespace (ss -N) for every socket at once and
-# also reads the tcp_info counters (bytes_acked, sndbuf_limited, ...).
-# SndbufTune::Standalone is tied to Apache::Test's configuration and
-# 127.0.0.1; this server is its namespace-aware sibling with the same
-# new/start/stop/log_text interface, and needs no Apache::Test.
+# WANLAB_INSTANCE=NAME (see t/wan/README.md) selects the lab: its
+# namespaces are the ones `wanlab status` names, so two engineers' labs
+# (or a bench and a self-test) do not meet. up() waits, bounded, while
+# this instance's lab is up for someone else, and down() only takes down
+# a lab this object brought up (checked by the relay's pid).
 use strict;
 use warnings;
 
-use Cwd ();
-use Digest::SHA ();
 use Exporter 'import';
-use File::Basename ();
-use File::Path ();
-use File::Spec;
 use File::Temp ();
 use POSIX ();
 use Time::HiRes ();
 
-use SndbufTune::Kernel qw(poll_until wmem_max tcp_wmem expected_fixed_tb);
+use SndbufTune::Kernel qw(ss_sockets);
+use SndbufTune::Server ();
+use SndbufTune::Util qw(top_dir module_path capture sha256_file
+                        exit_on_signals);
 
 our @EXPORT_OK = qw(
-    top_dir lab_env_problem plan_lab_or_skip parse_ss ss_sockets
-    wmem_max tcp_wmem expected_fixed_tb poll_until sha256_file
-    goodput_limit_bps mss_for_mtu jain median rel_diff tb_changes
-    auto_factor
+    lab_env_problem plan_lab_or_skip goodput_limit_bps mss_for_mtu jain
+    median rel_diff tb_changes AUTO_FACTOR
 );
 
-my $NS_SERVER_DEFAULT = 'sbt-server';
-my $NS_CLIENT_DEFAULT = 'sbt-client';
 our $SERVER_ADDR = '198.18.0.1';
-our $CLIENT_ADDR = '198.18.0.2';
 
-# ---------------------------------------------------------------- paths --
+# The law `SndbufTune auto` is held to: SO_SNDBUF = FACTOR x rate x RTT
+# (docs/auto.md, SBT_AUTO_FACTOR in sndbuf_auto.c). The tests own this
+# number on purpose: they do not read it from the code or the docs, so a
+# change of the law has to be made here too, deliberately.
+use constant AUTO_FACTOR => 3;
 
-# The repository's top directory (this file is t/lib/SndbufTune/WanLab.pm).
-sub top_dir {
-    my $here = File::Basename::dirname(Cwd::abs_path(__FILE__));
-    return Cwd::abs_path("$here/../../..");
+# t/wan/wanlab for this object's lab instance.
+sub _wanlab {
+    my ($self, @args) = @_;
+    local $ENV{WANLAB_INSTANCE} = $self->{instance};
+    delete $ENV{WANLAB_INSTANCE} unless length($self->{instance} // '');
+    return capture(top_dir() . '/t/wan/wanlab', @args);
 }
-
-sub wanlab_bin { $ENV{WANLAB} // top_dir() . '/t/wan/wanlab' }
-sub module_so  { $ENV{SNDBUF_TUNE_SO} // top_dir() . '/.libs/mod_sndbuf_tune.so' }
-
-sub httpd_bin {
-    return $ENV{APACHE_TEST_HTTPD} if $ENV{APACHE_TEST_HTTPD};
-    for my $b (qw(/usr/sbin/apache2 /usr/sbin/httpd)) {
-        return $b if -x $b;
-    }
-    return 'apache2';
-}
-
-sub modules_dir {
-    my $d = '/usr/lib/apache2/modules';
-    return $d if -d $d;
-    my $q = `apxs -q LIBEXECDIR 2>/dev/null`;
-    chomp $q;
-    return $q;
-}
-
-# ------------------------------------------------------------- helpers --
 
 sub _log { print STDERR "# wanlab: @_\n" if $ENV{WANLAB_VERBOSE} }
-
-# Run a command, return (exit code, combined stdout+stderr).
-sub _capture {
-    my @cmd = @_;
-    my $pid = open(my $fh, '-|');
-    die "fork: $!" unless defined $pid;
-    if (!$pid) {
-        open STDERR, '>&', \*STDOUT;
-        exec @cmd or POSIX::_exit(127);
-    }
-    local $/;
-    my $out = <$fh> // '';
-    close $fh;
-    return ($? == -1 ? 127 : $? >> 8, $out);
-}
-
-sub sha256_file {
-    my $path = shift;
-    my $sha = Digest::SHA->new(256);
-    $sha->addfile($path, 'b');
-    return $sha->hexdigest;
-}
 
 # MSS with TCP timestamps: MTU - 20 (IP) - 20 (TCP) - 12 (timestamps).
 sub mss_for_mtu { $_[0] - 52 }
@@ -124,17 +73,6 @@ sub jain {
     my ($s, $s2) = (0, 0);
     for (@x) { $s += $_; $s2 += $_ * $_ }
     return $s2 > 0 ? $s * $s / (@x * $s2) : undef;
-}
-
-# auto's FACTOR as docs/auto.md states the law ("FACTOR = 3" or "3/2"):
-# the tests hold the module to its documentation.
-sub auto_factor {
-    my $doc = top_dir() . '/docs/auto.md';
-    open my $fh, '<', $doc or die "$doc: $!";
-    while (<$fh>) {
-        return $2 ? $1 / $2 : $1 if /\bFACTOR\s*=\s*(\d+)(?:\s*\/\s*(\d+))?/;
-    }
-    die "$doc: no 'FACTOR = N' in the law\n";
 }
 
 sub median {
@@ -189,106 +127,16 @@ sub plan_lab_or_skip {
     exit 0;
 }
 
-# ------------------------------------------------------------------ ss --
-
-my %BW_UNIT = ('' => 1, K => 1e3, k => 1e3, M => 1e6, G => 1e9, T => 1e12);
-sub _bw { my ($n, $u) = @_; return $n * ($BW_UNIT{$u // ''} // 1) }
-
-# Parse `ss -tmi` output (with or without -n/-H; with or without the State
-# column) into a list of hashes, one per socket:
-#   local, peer, lport, pport, state, recv_q, send_q,
-#   skmem: r rb t tb f w o bl d,
-#   cwnd mss rtt_us rttvar_us minrtt_us bytes_sent bytes_acked bytes_retrans
-#   retrans (total) retrans_now unacked notsent delivery_rate (bits/s)
-#   pacing_rate send_bps busy_ms sndbuf_limited_ms rwnd_limited_ms
-#   app_limited (0/1), raw (the socket's text on one line).
-sub parse_ss {
-    my $text = shift;
-    my @socks;
-    my $cur;
-    for my $line (split /\n/, $text) {
-        next if $line =~ /^\s*$/;
-        next if $line =~ /^(State|Recv-Q|Netid)\s/;
-        if ($line =~ /^\S/) {
-            push @socks, $cur if $cur;
-            $cur = { raw => $line };
-            my @f = split ' ', $line;
-            # optional State column, then Recv-Q Send-Q Local Peer
-            my $state = $f[0] =~ /^\d+$/ ? undef : shift @f;
-            @$cur{qw(state recv_q send_q local peer)} = ($state, @f[0 .. 3]);
-            $cur->{lport} = $1 if ($cur->{local} // '') =~ /:(\d+)$/;
-            $cur->{pport} = $1 if ($cur->{peer} // '') =~ /:(\d+)$/;
-        }
-        elsif ($cur) {
-            $cur->{raw} .= ' ' . ($line =~ s/^\s+//r);
-        }
-    }
-    push @socks, $cur if $cur;
-    for my $s (@socks) {
-        my $r = $s->{raw};
-        if ($r =~ /skmem:\(([^)]*)\)/) {
-            for my $kv (split /,/, $1) {
-                $s->{$1} = $2 if $kv =~ /^([a-z_]+)(\d+)$/;
-            }
-        }
-        $s->{cwnd} = $1 if $r =~ /\bcwnd:(\d+)/;
-        $s->{mss} = $1 if $r =~ /\bmss:(\d+)/;
-        if ($r =~ /\brtt:([\d.]+)\/([\d.]+)/) {
-            $s->{rtt_us} = $1 * 1000;
-            $s->{rttvar_us} = $2 * 1000;
-        }
-        $s->{minrtt_us} = $1 * 1000 if $r =~ /\bminrtt:([\d.]+)/;
-        for my $k (qw(bytes_sent bytes_acked bytes_retrans bytes_received
-                      unacked notsent data_segs_out delivered)) {
-            $s->{$k} = $1 if $r =~ /\b$k:(\d+)/;
-        }
-        if ($r =~ /\bretrans:(\d+)\/(\d+)/) {
-            @$s{qw(retrans_now retrans)} = ($1, $2);
-        }
-        $s->{retrans} //= 0;
-        $s->{delivery_rate} = _bw($1, $2)
-            if $r =~ /\bdelivery_rate ([\d.]+)([KMGT]?)bps/;
-        $s->{pacing_rate} = _bw($1, $2)
-            if $r =~ /\bpacing_rate ([\d.]+)([KMGT]?)bps/;
-        $s->{send_bps} = _bw($1, $2) if $r =~ /\bsend ([\d.]+)([KMGT]?)bps/;
-        for my $k (qw(busy sndbuf_limited rwnd_limited)) {
-            $s->{"${k}_ms"} = $r =~ /\b$k:(\d+)ms/ ? $1 : 0;
-        }
-        $s->{app_limited} = $r =~ /\bapp_limited\b/ ? 1 : 0;
-    }
-    return @socks;
-}
-
-# The server's TCP sockets with local port SPORT that still hold memory
-# (ESTABLISHED, FIN-WAIT-1, ...; not TIME-WAIT), as parsed by parse_ss, in
-# network namespace NS (undef: the current one).
-sub ss_sockets {
-    my (%a) = @_;
-    my @cmd = ('ss');
-    push @cmd, '-N', $a{ns} if defined $a{ns};
-    # connected: established, and FIN-WAIT-1 etc. -- a server socket that
-    # httpd has closed (keep-alive timeout) may still be delivering data
-    push @cmd, '-H', '-tmin', 'state', 'connected';
-    push @cmd, "( sport = :$a{sport} )" if $a{sport};
-    my ($rc, $out) = _capture(@cmd);
-    die "ss failed (exit $rc): $out" if $rc != 0;
-    return grep { defined $_->{tb} } parse_ss($out);    # not TIME-WAIT
-}
-
 # ----------------------------------------------------------------- lab --
 
 my %LIVE;           # labs this process brought up (for END)
 my %JOBS;           # curl processes still running (for END)
 
-sub _wanlab {
-    my @args = @_;
-    return _capture(wanlab_bin(), @args);
-}
-
-# `wanlab status` as a hash (state => 'down' when nothing is up).
+# `wanlab status` as a hash (state => 'down' when nothing is up); with
+# reset => 1, the relay's counters start again from zero.
 sub status {
-    my $self = shift;
-    my ($rc, $out) = _wanlab('status');
+    my ($self, %o) = @_;
+    my ($rc, $out) = $self->_wanlab('status', $o{reset} ? '--reset' : ());
     my %s;
     for (split /\n/, $out) {
         $s{$1} = $2 if /^(\w+)=(.*)$/;
@@ -300,14 +148,17 @@ sub status {
 }
 
 # Bring the lab up. Options: rtt_ms, rate_mbit, queue_bytes, loss, mtu
-# (passed to wanlab up); wait (seconds to wait while another lab is up,
-# default 600); quiet_s (how long the lab must have been down before we
-# take it, so a running selftest can go from one path to the next; 3).
+# (passed to wanlab up); instance (default $WANLAB_INSTANCE); wait
+# (seconds to wait while another lab is up, default 600); quiet_s (how long
+# the lab must have been down before we take it, so a running selftest can
+# go from one path to the next; 3).
 sub up {
     my ($class, %a) = @_;
     defined $a{rtt_ms} && defined $a{rate_mbit}
         or die "WanLab->up needs rtt_ms and rate_mbit";
-    my $self = bless { params => {%a}, ours => 0 }, ref $class || $class;
+    my $self = bless { params => {%a}, ours => 0,
+                       instance => $a{instance} // $ENV{WANLAB_INSTANCE} },
+        ref $class || $class;
     my @args = ('up', '--rtt-ms', $a{rtt_ms}, '--rate-mbit', $a{rate_mbit});
     push @args, '--queue-bytes', $a{queue_bytes} if defined $a{queue_bytes};
     push @args, '--loss', $a{loss} if defined $a{loss};
@@ -328,7 +179,7 @@ sub up {
         else {
             $down_since //= $now;
             if ($now - $down_since >= $quiet || $said == 0) {
-                my ($rc, $out) = _wanlab(@args);
+                my ($rc, $out) = $self->_wanlab(@args);
                 if ($rc == 0) {
                     $self->{up_text} = $out;
                     last;
@@ -347,37 +198,23 @@ sub up {
         unless $st->{state} eq 'up';
     $self->{relay_pid} = $st->{relay_pid};
     $self->{ours} = 1;
-    $self->{status_up} = $st;
-    ($self->{ns_server}) = ($st->{server} // '') =~ /^(\S+)/;
-    ($self->{ns_client}) = ($st->{client} // '') =~ /^(\S+)/;
-    $self->{ns_server} ||= $NS_SERVER_DEFAULT;
-    $self->{ns_client} ||= $NS_CLIENT_DEFAULT;
+    # this instance's namespaces, as wanlab names them
+    for my $side (qw(server client)) {
+        ($self->{"ns_$side"}) = ($st->{$side} // '') =~ /^(\S+)/
+            or die "wanlab status names no $side namespace: $st->{_text}";
+    }
     $self->{mtu} = $st->{mtu} // $a{mtu} // 1500;
     $LIVE{$self} = $self;
-    _cleanup_on_signals();
+    exit_on_signals();
     _log('up: ' . ($self->{up_text} =~ s/\s+$//r));
     return $self;
-}
-
-sub ns { my ($self, $side) = @_; return $self->{"ns_$side"} }
-sub mtu { $_[0]{mtu} }
-sub rtt_ms { $_[0]{params}{rtt_ms} }
-sub rate_bps { $_[0]{params}{rate_mbit} * 1e6 }
-sub limit_bps { goodput_limit_bps($_[0]->rate_bps, $_[0]->mtu) }
-sub bdp_bytes { $_[0]->rate_bps / 8 * $_[0]->rtt_ms / 1000 }
-
-sub is_ours {
-    my $self = shift;
-    return 0 unless $self->{ours};
-    my $st = $self->status;
-    return $st->{state} eq 'up' && ($st->{relay_pid} // '') eq $self->{relay_pid};
 }
 
 # Take the lab down, if it is the one this object brought up.
 sub down {
     my $self = shift;
     return unless $self->{ours};
-    $_->stop for grep { $_ } values %{ $self->{servers} || {} };
+    $_->stop for @{ delete $self->{servers} || [] };
     $self->{ours} = 0;
     delete $LIVE{$self};
     my $st = $self->status;
@@ -387,7 +224,7 @@ sub down {
         return;
     }
     return if $st->{state} ne 'up';
-    my ($rc, $out) = _wanlab('down');
+    my ($rc, $out) = $self->_wanlab('down');
     warn "wanlab down failed (exit $rc): $out" if $rc != 0;
 }
 
@@ -406,37 +243,53 @@ END {
     $_->down for values %LIVE;
 }
 
-# A signal (Ctrl-C, prove killed, a closed pipe) must not leave a lab or an
-# apache2 behind: turn it into exit(), so END blocks and DESTROY clean up.
-# Handlers the caller set itself are left alone.
-sub _cleanup_on_signals {
-    for my $sig (qw(INT TERM HUP PIPE)) {
-        next if defined $SIG{$sig} && $SIG{$sig} ne 'DEFAULT';
-        $SIG{$sig} = sub {
-            $SIG{$sig} = 'IGNORE';
-            $SIG{PIPE} = 'IGNORE';
-            print STDERR "# wanlab: SIG$sig: cleaning up\n" unless $sig eq 'PIPE';
-            exit($sig eq 'INT' ? 130 : 143);
-        };
-    }
+# For a .t file, after plan_lab_or_skip: a lab of its own up (%a: up's
+# options; tag => one letter or digit: the lab is the instance
+# $WANLAB_INSTANCE (or 'sbt') with the tag added, so that `prove -j` can
+# run the WAN test files side by side), a server in it (server => {
+# SndbufTune::Server options }) serving random files (files => { path =>
+# size }), started -- one test. Returns ($lab, $srv, { path => SHA-256 }).
+sub lab_with_server {
+    my ($class, %a) = @_;
+    my ($server, $files, $tag) = delete @a{qw(server files tag)};
+    require Test::More;
+    Test::More::BAIL_OUT(module_path() . ' not built (run make)')
+        unless -f module_path();
+    my $base = $ENV{WANLAB_INSTANCE} || 'sbt';
+    my $lab = $class->up(%a, instance => substr($base, 0, 8 - length $tag) . $tag);
+    Test::More::diag($lab->{up_text} =~ s/\s+$//r);
+    # every re-tune in the error log (trace1), for whoever reads a failure
+    my $srv = $lab->server(log_level => 'info sndbuf_tune:trace1', %$server);
+    my %sha = map { $_ => $srv->add_random_file($_, $files->{$_}) }
+        keys %$files;
+    Test::More::ok($srv->start, 'apache2 answers from the client namespace')
+        or Test::More::BAIL_OUT($srv->error);
+    return ($lab, $srv, \%sha);
 }
 
-# Run a command in the server or client namespace (via wanlab exec);
-# returns (exit code, output).
-sub exec_capture {
-    my ($self, $side, @cmd) = @_;
-    return _capture(wanlab_bin(), 'exec', $side, '--', @cmd);
+# One download of $a{path} from $a{srv} (Host: $a{host}) through the path,
+# checked: status 200, every byte (length and SHA-256 $a{sha} of $a{size}
+# bytes), and ss saw the server socket in at least $a{samples} (5)
+# samples. Returns download()'s hash.
+sub download_ok {
+    my ($self, %a) = @_;
+    require Test::More;
+    my $tmp = File::Temp->new(TEMPLATE => '/tmp/sbt-wan-XXXXXX');
+    my $d = $self->download(url => $a{srv}->url($a{path}), host => $a{host},
+                            out => $tmp->filename, max_time => 180,
+                            interval => 0.1);
+    my $r = $d->{res};
+    Test::More::is($r->{http_code}, 200, 'status 200')
+        or Test::More::diag(Test::More::explain($r));
+    Test::More::is($r->{size_download}, $a{size}, 'whole body received');
+    Test::More::is(-s $tmp->filename, $a{size}, 'file length');
+    Test::More::is(sha256_file($tmp->filename), $a{sha}, 'SHA-256 of the body');
+    my $n = @{ $d->{ss} };
+    Test::More::cmp_ok($n, '>=', $a{samples} // 5,
+        "ss saw the server socket while the download ran ($n samples)");
+    Test::More::diag('tb seen: ' . join(' ', tb_changes($d->{ss})));
+    return $d;
 }
-
-sub sysctl {
-    my ($self, $side, $name, $value) = @_;
-    (my $path = $name) =~ s{\.}{/}g;
-    my ($rc, $out) = $self->exec_capture($side, 'sh', '-c',
-        "echo '$value' > /proc/sys/$path");
-    die "sysctl $name=$value in $side: $out" if $rc != 0;
-}
-
-sub relay_stats { $_[0]->status }
 
 # ------------------------------------------------------------- curl --
 
@@ -586,331 +439,23 @@ sub download {
     return { res => $res, ss => $series, port => $job->{local_port} };
 }
 
-# Start an apache2 server in the server namespace (see the Server package).
+# A SndbufTune::Server in the server namespace on 198.18.0.1:80, run as
+# the benchmarks want it (event MPM, 2 x 128 threads, sendfile), ready once
+# /ready.txt answers from the client namespace through the path. Options
+# are SndbufTune::Server's.
 sub server {
     my ($self, %a) = @_;
-    my $srv = SndbufTune::WanLab::Server->new(lab => $self, %a);
-    $self->{servers}{"$srv"} = $srv;
-    return $srv;
-}
-
-# =================================================================== server ==
-package SndbufTune::WanLab::Server;
-# apache2 with a generated configuration in a temporary ServerRoot that
-# `User nobody` / `Group nogroup` can read; in the lab's server namespace
-# (Listen 198.18.0.1:80) or, without a lab, on the given listen address.
-#
-#   new(lab => $lab | listen => 'ADDR:PORT', body => $conf, name => 'x',
-#       module => 1 (load mod_sndbuf_tune; 0: do not), threads => 128,
-#       processes => 2, log_level => 'info sndbuf_tune:debug',
-#       sendfile => 1, access_log => 1, cpus => '0' (taskset -c))
-#   body may use @DOCROOT@ and @DIR@.
-use strict;
-use warnings;
-
-use File::Path ();
-use File::Temp ();
-use POSIX ();
-use Time::HiRes ();
-
-use SndbufTune::Kernel qw(poll_until);
-use SndbufTune::Standalone ();
-
-# stop, log_text and the pid file work as for the loopback servers.
-our @ISA = ('SndbufTune::Standalone');
-sub httpd { SndbufTune::WanLab::httpd_bin() }
-
-my %LIVE_SERVERS;    # started by this process (for END)
-
-our $LOG_FIELDS = [
-    [time_us => '%{usec}t'],  [client => '%a'], [cport => '%{remote}p'],
-    [status => '%>s'],      [bytes => '%B'], [host => '%{Host}i'],
-    [uri => '%U'],          [duration_us => '%D'],
-    [policy => '%{SNDBUF_TUNE_POLICY}n'],
-    [requested => '%{SNDBUF_TUNE_REQUESTED}n'],
-    [effective => '%{SNDBUF_TUNE_EFFECTIVE}n'],
-    [rtt_us => '%{SNDBUF_TUNE_RTT_US}n'],
-    [bw_bps => '%{SNDBUF_TUNE_BW_BPS}n'],
-    [retunes => '%{SNDBUF_TUNE_RETUNES}n'],
-    [limited_ms => '%{SNDBUF_TUNE_SNDBUF_LIMITED_MS}n'],
-    [delivery_bps => '%{SNDBUF_TUNE_DELIVERY_BPS}n'],
-    [min_rtt_us => '%{SNDBUF_TUNE_MIN_RTT_US}n'],
-    [retrans => '%{SNDBUF_TUNE_RETRANS}n'],
-    [rule => '%{SNDBUF_TUNE_RULE}n'],
-];
-
-sub new {
-    my ($class, %a) = @_;
-    my $name = $a{name} // 'wan';
-    my $dir = File::Temp::tempdir("sbt-$name-XXXXXX", TMPDIR => 1,
-                                  CLEANUP => !$ENV{WANLAB_KEEP});
-    chmod 0755, $dir;
-    File::Path::make_path("$dir/htdocs", "$dir/logs", { mode => 0755 });
-    my $self = bless {
-        %a,
-        name => $name,
-        dir => $dir,
-        listen => $a{listen} // "$SndbufTune::WanLab::SERVER_ADDR:80",
-        conf => "$dir/httpd.conf",
-    }, $class;
-    $self->add_file('/ready.txt', "ready\n");
-    return $self;
-}
-
-sub dir { $_[0]{dir} }
-sub docroot { "$_[0]{dir}/htdocs" }
-sub error_log { "$_[0]{dir}/logs/error_log" }
-sub access_log { "$_[0]{dir}/logs/access_log" }
-sub host_port { $_[0]{listen} }
-
-sub url {
-    my ($self, $path) = @_;
-    return "http://$self->{listen}$path";
-}
-
-sub _docpath {
-    my ($self, $path) = @_;
-    my $f = $self->docroot . $path;
-    File::Path::make_path(File::Basename::dirname($f), { mode => 0755 });
-    return $f;
-}
-
-sub add_file {
-    my ($self, $path, $content) = @_;
-    my $f = $self->_docpath($path);
-    open my $fh, '>', $f or die "$f: $!";
-    print $fh $content;
-    close $fh;
-    chmod 0644, $f;
-    return $f;
-}
-
-# A file of SIZE random bytes; returns its SHA-256 (hex).
-sub add_random_file {
-    my ($self, $path, $size) = @_;
-    my $f = $self->_docpath($path);
-    open my $in, '<', '/dev/urandom' or die "/dev/urandom: $!";
-    open my $out, '>', $f or die "$f: $!";
-    binmode $_ for $in, $out;
-    my $sha = Digest::SHA->new(256);
-    my $left = $size;
-    while ($left > 0) {
-        my $n = $left < (1 << 20) ? $left : 1 << 20;
-        read($in, my $buf, $n) == $n or die "short read from /dev/urandom";
-        print $out $buf or die "$f: $!";
-        $sha->add($buf);
-        $left -= $n;
-    }
-    close $out or die "$f: $!";
-    chmod 0644, $f;
-    return $sha->hexdigest;
-}
-
-# A sparse file of SIZE bytes (zeros; costs no disk), for benchmarks.
-sub add_sparse_file {
-    my ($self, $path, $size) = @_;
-    my $f = $self->_docpath($path);
-    truncate_file($f, $size);
-    chmod 0644, $f;
-    return $f;
-}
-
-sub truncate_file {
-    my ($f, $size) = @_;
-    open my $fh, '>', $f or die "$f: $!";
-    truncate $fh, $size or die "truncate $f: $!";
-    close $fh;
-}
-
-# Another path for the same file (a symlink; FollowSymLinks is on).
-# TARGET is a path under the document root, or (abs => 1) any absolute
-# path `nobody` can read, e.g. a large file shared between servers.
-sub add_link {
-    my ($self, $path, $target, %o) = @_;
-    my $f = $self->_docpath($path);
-    unlink $f;
-    my $to = $o{abs} ? $target : $self->docroot . $target;
-    symlink $to, $f or die "symlink $f: $!";
-}
-
-sub _write_conf {
-    my $self = shift;
-    my $dir = $self->{dir};
-    my $mods = SndbufTune::WanLab::modules_dir();
-    my $so = SndbufTune::WanLab::module_so();
-    my $threads = $self->{threads} // 128;
-    my $procs = $self->{processes} // 2;
-    my $workers = $threads * $procs;
-    my $body = $self->{body} // '';
-    my %tok = (DOCROOT => $self->docroot, DIR => $dir);
-    $body =~ s/\@(DOCROOT|DIR)\@/$tok{$1}/g;
-    my $load = ($self->{module} // 1)
-        ? "LoadModule sndbuf_tune_module $so\n" : "# mod_sndbuf_tune not loaded\n";
-    my $level = $self->{log_level} // 'info sndbuf_tune:debug';
-    my $sendfile = ($self->{sendfile} // 1) ? 'On' : 'Off';
-    my $fmt = join '\t', map { "$_->[0]=$_->[1]" } @$LOG_FIELDS;
-    my $access = ($self->{access_log} // 1)
-        ? qq{LogFormat "$fmt" sbt_wan\nCustomLog "$dir/logs/access_log" sbt_wan\n}
-        : '';
-    my $user = $> == 0 ? "User nobody\nGroup nogroup\n" : '';
-    open my $fh, '>', $self->{conf} or die "$self->{conf}: $!";
-    print $fh <<"EOF";
-# generated by t/lib/SndbufTune/WanLab.pm ('$self->{name}')
-ServerRoot "$dir"
-LoadModule mpm_event_module $mods/mod_mpm_event.so
-LoadModule authz_core_module $mods/mod_authz_core.so
-LoadModule mime_module $mods/mod_mime.so
-<IfModule !log_config_module>
-LoadModule log_config_module $mods/mod_log_config.so
-</IfModule>
-$load${user}ServerName sbt-wan.test
-Listen $self->{listen}
-PidFile "$dir/httpd.pid"
-ErrorLog "$dir/logs/error_log"
-DefaultRuntimeDir "$dir"
-DocumentRoot "${\ $self->docroot}"
-TypesConfig /etc/mime.types
-LogLevel $level
-EnableSendfile $sendfile
-Timeout 120
-KeepAlive On
-MaxKeepAliveRequests 0
-StartServers $procs
-ServerLimit $procs
-ThreadsPerChild $threads
-ThreadLimit $threads
-MinSpareThreads $threads
-MaxSpareThreads $workers
-MaxRequestWorkers $workers
-MaxConnectionsPerChild 0
-ListenBacklog 1024
-<Directory />
-    Options FollowSymLinks
-    AllowOverride None
-    Require all granted
-</Directory>
-$access
-# ---- body ----
-$body
-EOF
-    close $fh;
-}
-
-# Worker (child) pids of the running server.
-sub child_pids {
-    my $self = shift;
-    my $ppid = $self->{pid} or return ();
-    my @kids;
-    opendir my $d, '/proc' or return ();
-    for my $p (grep { /^\d+$/ } readdir $d) {
-        open my $fh, '<', "/proc/$p/stat" or next;
-        my $st = <$fh>;
-        close $fh;
-        next unless $st && $st =~ /\)\s+\S+\s+(\d+)/;
-        push @kids, $p if $1 == $ppid;
-    }
-    return sort { $a <=> $b } @kids;
-}
-
-sub configtest {
-    my $self = shift;
-    $self->_write_conf;
-    my @pre = $self->{lab} ? ('ip', 'netns', 'exec', $self->{lab}->ns('server')) : ();
-    return SndbufTune::WanLab::_capture(@pre, SndbufTune::WanLab::httpd_bin(),
-                                        '-t', '-f', $self->{conf});
-}
-
-# Start, then wait (bounded) until /ready.txt answers: from the client
-# namespace through the path when in a lab, directly otherwise.
-sub start {
-    my $self = shift;
-    my %a = @_;
-    $self->_write_conf;
-    unlink $self->error_log, $self->access_log;
-    my @pre = $self->{lab} ? ('ip', 'netns', 'exec', $self->{lab}->ns('server')) : ();
-    push @pre, 'taskset', '-c', $self->{cpus} if defined $self->{cpus};
-    my ($rc, $out) = SndbufTune::WanLab::_capture(@pre,
-        SndbufTune::WanLab::httpd_bin(), '-f', $self->{conf}, '-k', 'start');
-    if ($rc != 0) {
-        $self->{error} = "apache2 -k start exit $rc: $out" . $self->log_text;
-        return 0;
-    }
-    my ($pid) = poll_until(10, sub { $self->_pid }, 0.05);
-    $self->{pid} = $pid;
-    $LIVE_SERVERS{"$self"} = $self;
-    SndbufTune::WanLab::_cleanup_on_signals();
-    my $timeout = $a{timeout} // 20;
-    my $url = $self->url('/ready.txt');
-    my $probe = $self->{lab}
-        ? sub {
-            my $r = $self->{lab}->curl(url => $url, max_time => 3);
+    my $srv = SndbufTune::Server->new(
+        name => 'wan', netns => $self->{ns_server},
+        listen => "$SERVER_ADDR:80", threads => 128, processes => 2,
+        sendfile => 1, timeout => 120, ready_path => '/ready.txt',
+        probe => sub {
+            my $r = $self->curl(url => $_[0]->url('/ready.txt'), max_time => 3);
             return ($r->{http_code} // '') eq '200';
-        }
-        : sub {
-            my ($rc2, $o) = SndbufTune::WanLab::_capture('curl', '-s', '-o',
-                '/dev/null', '-w', '%{http_code}', '--max-time', '2', $url);
-            return $o eq '200';
-        };
-    my ($ok) = poll_until($timeout, sub {
-        return 0 unless $self->{pid} && kill(0, $self->{pid});
-        return $probe->();
-    }, 0.1);
-    unless ($ok) {
-        $self->{error} = "server did not answer $url within ${timeout}s: "
-            . $self->log_text;
-        $self->stop;
-        return 0;
-    }
-    $self->{access_skip} = -s $self->access_log // 0;   # the probes
-    return 1;
-}
-
-# Access-log lines (after the readiness probes) as hashes; '-' -> undef.
-sub access_entries {
-    my $self = shift;
-    open my $fh, '<', $self->access_log or return ();
-    seek $fh, $self->{access_skip} // 0, 0;
-    my @e;
-    while (my $l = <$fh>) {
-        chomp $l;
-        my %h;
-        for my $kv (split /\t/, $l) {
-            my ($k, $v) = split /=/, $kv, 2;
-            $h{$k} = (defined $v && $v ne '-') ? $v : undef;
-        }
-        push @e, \%h;
-    }
-    close $fh;
-    return @e;
-}
-
-# Wait (bounded) for the access-log entry of the request from client port
-# CPORT (the log is written after the response is complete).
-sub access_entry_for {
-    my ($self, $cport, $timeout) = @_;
-    my ($e) = poll_until($timeout // 5, sub {
-        my @m = grep { ($_->{cport} // '') eq $cport && ($_->{uri} // '') ne '/ready.txt' }
-            $self->access_entries;
-        return $m[-1];
-    }, 0.05);
-    return $e;
-}
-
-sub stop {
-    my $self = shift;
-    delete $LIVE_SERVERS{"$self"};
-    $self->SUPER::stop(@_);
-}
-
-sub DESTROY {
-    my $self = shift;
-    local ($?, $@, $!);
-    $self->stop if $self->{pid};
-}
-
-END {
-    local ($?, $@, $!);
-    $_->stop for grep { $_->{pid} } values %LIVE_SERVERS;
+        }, %a);
+    $srv->add_file('/ready.txt', "ready\n");
+    push @{ $self->{servers} }, $srv;
+    return $srv;
 }
 
 1;

@@ -1,0 +1,625 @@
+package SndbufTune::Status;
+# The status page suite (t/status/*.t, one file per MPM): the status page
+# (SetHandler sndbuf-tune-status) and its shared-memory counters, against
+# a real apache2 (SndbufTune::Server) under one MPM:
+#
+#   use SndbufTune::Status;
+#   SndbufTune::Status::run_mpm('event');
+#   done_testing;
+#
+# One server goes through the whole life of the counters: access control
+# and formats; a load from several client processes spread over several
+# server processes, then the counters per vhost, policy and rule, the
+# histogram, ?auto against ?json, HTML escaping and mod_status's section;
+# `apache2 -k graceful` into a configuration with the vhosts reordered,
+# some gone and one new (counters survive); `apache2 -k restart`
+# (counters start over); stop, with no process left.
+#
+# Environment: SBT_STATUS_PROCS / SBT_STATUS_ROUNDS (client processes,
+# default 6, and rounds each, default 3) for a heavier load; SBT_KEEP=1
+# keeps the server's directory. Synchronisation is by bounded polling,
+# never by sleeping, and nothing is asserted about wall-clock time.
+use strict;
+use warnings;
+
+use Encode ();
+use IO::Socket::INET;
+use JSON::PP ();
+use POSIX ();
+use Test::More ();
+
+use SndbufTune::Server ();
+use SndbufTune::Util qw(poll_until);
+
+# Load: every client process makes ROUNDS x 2 requests to each test vhost.
+my $PROCS = $ENV{SBT_STATUS_PROCS} || 6;
+my $ROUNDS = $ENV{SBT_STATUS_ROUNDS} || 3;
+my %FILE = (small => 1234, big => 256 * 1024 + 7);
+
+# The counters, as ?auto names them and as ?json does.
+my @FIELDS = (
+    [RequestsNone => 'requests_none'], [RequestsUnset => 'requests_unset'],
+    [RequestsFixed => 'requests_fixed'], [RequestsAuto => 'requests_auto'],
+    [BytesSent => 'bytes_sent'], [SndbufLimited => 'sndbuf_limited'],
+    [Clamped => 'clamped'], [SetsockoptFailures => 'setsockopt_failures'],
+);
+
+# Filler vhosts: with the test's own, more names than the 256 slots.
+my $FILLERS = 250;
+
+# The MPMs' tuning: several processes, and processes that exit and are
+# replaced during the load (MaxConnectionsPerChild).
+my $THREADED = "StartServers 3\nServerLimit 8\nThreadLimit 4\n"
+    . "ThreadsPerChild 4\nMaxRequestWorkers 32\nMinSpareThreads 4\n"
+    . "MaxSpareThreads 32\nMaxConnectionsPerChild 30\n";
+my %MPM_CONF = (
+    prefork => "StartServers 3\nMinSpareServers 2\nMaxSpareServers 8\n"
+             . "ServerLimit 10\nMaxRequestWorkers 10\n"
+             . "MaxConnectionsPerChild 20\n",
+    event => $THREADED,
+    worker => $THREADED,
+);
+
+my ($SRV, $PORT, $RULES);   # the server under test, its port, rule file
+
+# A check that says why it failed.
+sub check {
+    my ($cond, $name, @why) = @_;
+    Test::More::ok($cond, $name)
+        or Test::More::diag(join "\n", grep { defined } @why);
+    return $cond;
+}
+
+sub is_num {
+    my ($got, $want, $name) = @_;
+    return check(defined $got && $got =~ /^\d+$/ && $got == $want, $name,
+                 "got " . ($got // 'undef') . ", want $want");
+}
+
+# ---------------------------------------------------------------------------
+# HTTP/1.0, so that every response ends with the server closing: by then
+# the request went through log_transaction and is counted.
+
+sub http_get { return http_req('GET', @_) }
+
+sub http_req {
+    my ($method, $host, $path) = @_;
+    my $resp = '';
+    my $ok = eval {
+        local $SIG{ALRM} = sub { die "timeout\n" };
+        alarm 60;
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                      PeerPort => $SRV->port, Proto => 'tcp')
+            or die "connect: $!\n";
+        binmode $s;
+        my $len = $method eq 'POST' ? "Content-Length: 0\r\n" : '';
+        print $s "$method $path HTTP/1.0\r\nHost: $host\r\n$len\r\n";
+        while (1) {
+            my $got = sysread($s, my $buf, 65536);
+            die "read: $!\n" unless defined $got;
+            last unless $got;
+            $resp .= $buf;
+        }
+        close $s;
+        alarm 0;
+        1;
+    };
+    alarm 0;
+    return (0, {'x-received' => length $resp}, $@) unless $ok;
+    my ($head, $body) = split /\r\n\r\n/, $resp, 2;
+    my ($status) = $head =~ m{^HTTP/\d\.\d (\d{3})};
+    my %h;
+    for (split /\r\n/, $head) {
+        $h{lc $1} = $2 if /^([^:]+):\s*(.*)$/;
+    }
+    return ($status // 0, \%h, $body // '');
+}
+
+# A request refused before the server read it: the event MPM resets
+# connections its listener had accepted when the process then exits
+# (MaxConnectionsPerChild).  No response byte came back and the server
+# never processed the request (it would have read it all and answered
+# before closing), so it was not counted and may be made again.
+sub http_get_retry {
+    my ($host, $path, $retried) = @_;
+    for (1 .. 5) {
+        my @r = http_get($host, $path);
+        return @r unless $r[0] == 0 && !$r[1]{'x-received'}
+            && $r[2] =~ /reset by peer|refused/;
+        $$retried++;
+    }
+    return http_get($host, $path);
+}
+
+# PROCS forked clients; each requests every target ROUNDS times.
+sub load {
+    my ($procs, $rounds, @targets) = @_;
+    my @pids;
+    for my $i (0 .. $procs - 1) {
+        my $pid = fork;
+        die "fork: $!" unless defined $pid;
+        if (!$pid) {
+            my $bad = 0;
+            # Each client starts somewhere else in the list.
+            my @t = (@targets[$i % @targets .. $#targets],
+                     @targets[0 .. $i % @targets - 1]);
+            for (1 .. $rounds) {
+                for my $t (@t) {
+                    my ($st, undef, $body) =
+                        http_get_retry($t->[0], $t->[1], \my $retried);
+                    print STDERR "# client: $t->[0] $t->[1]: made again "
+                        . "$retried time(s), the server reset it unread\n"
+                        if $retried;
+                    next if $st == 200 && length($body) == $t->[2];
+                    $bad++;
+                    print STDERR "# client: $t->[0] $t->[1]: status $st, "
+                        . length($body) . " bytes"
+                        . ($st ? '' : " ($body)") . "\n";
+                }
+            }
+            POSIX::_exit($bad > 255 ? 255 : $bad);
+        }
+        push @pids, $pid;
+    }
+    my $bad = 0;
+    for (@pids) {
+        waitpid($_, 0);
+        $bad += ($? & 127) ? 1000 : $? >> 8;
+    }
+    return $bad;
+}
+
+# The test vhosts: name => [SndbufTune line or '', policy they count as].
+my @TEST_VHOSTS = (
+    ['fixed.test', 'SndbufTune 64k', 'fixed'],
+    ['unset.test', 'SndbufTune unset', 'unset'],
+    ['auto.test', 'SndbufTune auto', 'auto'],
+    ['none.test', '', 'none'],
+    ['net.test', 'Include <the rule file>', 'fixed'],
+    ['clamp.test', 'SndbufTune 8m', 'fixed'],
+);
+
+sub vhost {
+    my ($name, @lines) = @_;
+    return join "\n    ", '<VirtualHost @LISTEN@>',
+        "ServerName $name", @lines, "</VirtualHost>\n";
+}
+
+# The body of generation 1: the status pages, the test vhosts, then
+# FILLERS fillers. Generation 2 (graceful): the test vhosts reversed, a new
+# one, the first ten fillers gone.
+sub body {
+    my $gen = shift;
+    my @tests = map {
+        my ($name, $line) = @$_;
+        $line = "Include $RULES" if $name eq 'net.test';
+        vhost($name, $line ? ($line) : ());
+    } @TEST_VHOSTS;
+    @tests = reverse @tests if $gen > 1;
+    push @tests, vhost('new.test', 'SndbufTune 32k') if $gen > 1;
+    my @fill = map { vhost(sprintf 'fill-%03d.test', $_) }
+        ($gen > 1 ? 11 : 1) .. $FILLERS;
+    return <<"EOF" . join("\n", @tests, @fill);
+# configuration $gen
+# The first vhost: the status pages, and the default for unknown names.
+<VirtualHost \@LISTEN\@>
+    ServerName status.test
+    <Location /sbt-status>
+        SetHandler sndbuf-tune-status
+        Require ip 127.0.0.1
+    </Location>
+    <Location /sbt-other-ip>
+        SetHandler sndbuf-tune-status
+        Require ip 192.0.2.1
+    </Location>
+    <Location /sbt-denied>
+        SetHandler sndbuf-tune-status
+        Require all denied
+    </Location>
+    <Location /server-status>
+        SetHandler server-status
+        Require ip 127.0.0.1
+    </Location>
+</VirtualHost>
+
+EOF
+}
+
+sub status_json {
+    my ($st, $h, $body) = http_get('status.test', '/sbt-status?json');
+    return undef unless $st == 200;
+    my $j = eval { JSON::PP->new->utf8->decode($body) };
+    return $j;
+}
+
+sub by_name {
+    my ($list, $name) = @_;
+    my @m = grep { $_->{name} eq $name } @$list;
+    return $m[0];
+}
+
+sub hist_sum {
+    my $e = shift;
+    my $s = 0;
+    $s += $_ for values %$e;
+    return $s;
+}
+
+sub requests {
+    my $v = shift;
+    return $v->{requests_none} + $v->{requests_unset}
+         + $v->{requests_fixed} + $v->{requests_auto};
+}
+
+# The targets of one load run over the test vhosts (and more).
+sub targets {
+    my @names = @_;
+    return map { my $n = $_; map { [$n, "/$_.bin", $FILE{$_}] } sort keys %FILE }
+        @names;
+}
+
+# Distinct child pids in the access log since byte offset $from, for
+# requests to @names.
+sub pids_since {
+    my ($from, @names) = @_;
+    my %want = map { ("$_" => 1) } @names;
+    my %pid = map { $want{ $_->{vhost} } ? ($_->{pid} => 1) : () }
+        $SRV->access_entries(from => $from);
+    return scalar keys %pid;
+}
+
+# Where in the access log the counters' current period starts.
+my $LOG_PERIOD = 0;
+
+# Access-log lines per vhost since the counters were last zeroed: one per
+# request that went through log_transaction, so one per count.
+sub log_lines {
+    my %n;
+    $n{ $_->{vhost} }++ for $SRV->access_entries(from => $LOG_PERIOD);
+    return \%n;
+}
+
+# Check every test vhost against the expected count per policy (the same
+# N for each vhost), and the rules.
+sub check_counts {
+    my ($j, $label, $N, %o) = @_;
+    my $k = $j->{kernel};
+    my $per_bytes = $N / 2 * ($FILE{small} + $FILE{big});
+    my @names = map { $_->[0] } @TEST_VHOSTS;
+    push @names, 'new.test' if exists $o{new};
+    my $logged = log_lines();
+    for my $name (@names) {
+        my ($policy) = map { $_->[2] } grep { $_->[0] eq $name } @TEST_VHOSTS;
+        $policy //= 'fixed';
+        my $n = $name eq 'new.test' ? $o{new} : $N;
+        my $bytes = $n / 2 * ($FILE{small} + $FILE{big});
+        my $v = by_name($j->{vhosts}, "$name:$PORT");
+        next unless check($v, "$label: $name has a slot");
+        check($v->{configured}, "$label: $name is configured");
+        for my $p (qw(none unset fixed auto)) {
+            is_num($v->{"requests_$p"}, $p eq $policy ? $n : 0,
+                   "$label: $name requests_$p");
+        }
+        is_num($v->{bytes_sent}, $bytes, "$label: $name bytes_sent");
+        is_num(requests($v), $logged->{$name} // 0,
+               "$label: $name requests equal its access-log lines");
+        is_num($v->{setsockopt_failures}, 0,
+               "$label: $name setsockopt_failures");
+        is_num(hist_sum($v->{effective_sndbuf}), $n,
+               "$label: $name histogram adds up to its requests");
+        my %sizes = ('fixed.test' => 65536, 'net.test' => 131072,
+                     'new.test' => 32768);
+        if (my $size = $sizes{$name}) {
+            if ($k->{wmem_max} >= $size) {
+                is_num($v->{effective_sndbuf}{2 * $size}, $n,
+                       "$label: $name effective buffer 2 x $size");
+            }
+            is_num($v->{clamped}, 0, "$label: $name clamped");
+        }
+        if ($name eq 'none.test') {
+            is_num($v->{effective_sndbuf}{unknown}, $n,
+                   "$label: none.test effective buffer unknown");
+        }
+        if ($name eq 'clamp.test') {
+            my $clamps = $k->{wmem_max} && $k->{wmem_max} < 8 << 20;
+            is_num($v->{clamped}, $clamps ? $n : 0,
+                   "$label: clamp.test clamped to wmem_max $k->{wmem_max}");
+            if ($clamps && $k->{wmem_max} >= 4096) {
+                # The bucket of 2 x wmem_max: the power of two below it.
+                my $b = 4096;
+                $b *= 2 while $b * 2 <= 2 * $k->{wmem_max} && $b < 1 << 30;
+                is_num($v->{effective_sndbuf}{$b}, $n,
+                       "$label: clamp.test effective buffer in bucket $b");
+            }
+        }
+    }
+    my $rule = by_name($j->{networks}, rule_name(1));
+    if (check($rule, "$label: rule 127.0.0.0/8 has a slot")) {
+        is_num($rule->{requests_fixed}, $N, "$label: rule requests_fixed");
+        is_num(requests($rule), $N, "$label: rule requests in all");
+        is_num($rule->{bytes_sent}, $per_bytes, "$label: rule bytes_sent");
+        if ($k->{wmem_max} >= 131072) {
+            is_num($rule->{effective_sndbuf}{262144}, $N,
+                   "$label: rule effective buffer 2 x 128k");
+        }
+    }
+    my $idle = by_name($j->{networks}, rule_name(2));
+    if (check($idle, "$label: rule 10.0.0.0/8 has a slot")) {
+        is_num(requests($idle), 0, "$label: rule 10.0.0.0/8 never matched");
+    }
+}
+
+# The rule file's name has characters every format must escape: a quote,
+# a backslash, '<' and '>', valid UTF-8 and a byte that is not.
+my $RULES_BASE = "rules\"q\\<\xc3\xa9\xff>.conf";
+
+# The rule's name as the module builds it, as bytes.
+sub rule_bytes {
+    my $line = shift;
+    my $net = $line == 1 ? '127.0.0.0/8' : '10.0.0.0/8';
+    return "SndbufTuneNetwork $net at $RULES:$line";
+}
+
+# ... and as ?json gives it: text, an invalid byte as U+FFFD.
+sub rule_name {
+    return Encode::decode('UTF-8', rule_bytes(shift));
+}
+
+sub parse_auto {
+    my $text = shift;
+    my (%h, @bad);
+    for (split /\n/, $text) {
+        if (/^([^:\s][^:]*): (.*)$/) {
+            $h{$1} = $2;
+        }
+        else {
+            push @bad, $_;
+        }
+    }
+    return (\%h, \@bad);
+}
+
+# ?auto says the same as ?json for the test vhosts and the rule.
+sub check_auto_vs_json {
+    my ($label, $auto, $j) = @_;
+    # [name in ?json, name in ?auto]: ?auto gives a name's bytes as
+    # they are, ?json as text.
+    my @vhosts = map { ["$_->[0]:$PORT", "$_->[0]:$PORT"] } @TEST_VHOSTS;
+    my @rules = map { [rule_name($_), rule_bytes($_)] } 1, 2;
+    my $mismatch = 0;
+    my @why;
+    for my $t (['Vhost', 'vhosts', \@vhosts], ['Network', 'networks', \@rules]) {
+        my ($what, $list, $names) = @$t;
+        for my $name (@$names) {
+            my $v = by_name($j->{$list}, $name->[0]) or do {
+                $mismatch++;
+                push @why, "no $name->[0] in ?json";
+                next;
+            };
+            my $p = "SndbufTune$what\[$v->{slot}\]";
+            my %want = (Name => $name->[1],
+                        Configured => $v->{configured} ? 1 : 0,
+                        EffectiveUnknown => $v->{effective_sndbuf}{unknown});
+            $want{$_->[0]} = $v->{$_->[1]} for @FIELDS;
+            for my $b (@{ $j->{effective_sndbuf_buckets} }) {
+                $want{"Effective$b"} = $v->{effective_sndbuf}{$b};
+            }
+            for my $key (sort keys %want) {
+                my $got = $auto->{"$p$key"};
+                next if defined $got && $got eq $want{$key};
+                $mismatch++;
+                push @why, "$p$key: got " . ($got // 'undef')
+                    . ", json says $want{$key}";
+            }
+        }
+    }
+    check(!$mismatch, "$label: ?auto agrees with ?json", @why[0 .. ($#why > 9 ? 9 : $#why)]);
+}
+
+# ---------------------------------------------------------------------------
+
+# The whole suite under one MPM (event, worker or prefork).
+sub run_mpm {
+    my $mpm = shift;
+    $LOG_PERIOD = 0;
+    $SIG{PIPE} = 'IGNORE';      # socket writes report EPIPE instead
+    $SRV = SndbufTune::Server->new(
+        name => "status-$mpm", mpm => $mpm, mpm_conf => $MPM_CONF{$mpm},
+        modules => [qw(authz_host status)], log_level => 'info');
+    $PORT = $SRV->port;
+    $RULES = $SRV->dir . "/$RULES_BASE";
+    Test::More::diag("$mpm MPM: ServerRoot " . $SRV->dir . ", port $PORT");
+    $SRV->add_file("/$_.bin", 'x' x $FILE{$_}) for keys %FILE;
+    open my $rf, '>', $RULES or die "$RULES: $!";
+    print $rf "SndbufTuneNetwork 127.0.0.0/8 128k\n"
+        . "SndbufTuneNetwork 10.0.0.0/8 auto\n";
+    close $rf;
+
+    my $gen1 = start_gen1($mpm) // return;
+    access_and_formats($mpm);
+    my $N = $PROCS * $ROUNDS * 2;
+    load_gen1($mpm, $N) or return;
+    graceful_gen2($mpm, $N, $gen1) or return;
+    restart_gen3($mpm, $gen1) or return;
+
+    check($SRV->stop, "$mpm: apache2 -k stop", $SRV->error);
+    my @left = $SRV->processes;
+    check(!@left, "$mpm: no apache2 process left", "left: @left");
+    Test::More::diag("error_log tail:\n" . $SRV->log_tail)
+        unless Test::More->builder->is_passing;
+}
+
+# Configuration 1, started; its generation, or undef.
+sub start_gen1 {
+    my $mpm = shift;
+    $SRV->{body} = body(1);
+    my ($rc, $out) = $SRV->syntax_check;
+    check(!$rc, "$mpm: configuration 1 is valid", $out) or return undef;
+    check($SRV->start, "$mpm: apache2 -k start", $SRV->error) or return undef;
+    my ($j) = poll_until(30, \&status_json, 0.05);
+    check($j, "$mpm: server up, ?json answers", $SRV->log_tail)
+        or return undef;
+    return $j->{generation};
+}
+
+# Access control and formats, before any load.
+sub access_and_formats {
+    my $mpm = shift;
+    my ($st) = http_get('status.test', '/sbt-other-ip?auto');
+    is_num($st, 403, "$mpm: Require ip 192.0.2.1 forbids the page");
+    ($st) = http_get('status.test', '/sbt-denied');
+    is_num($st, 403, "$mpm: Require all denied forbids the page");
+    ($st) = http_get('status.test', '/sbt-nothing?auto');
+    is_num($st, 404, "$mpm: no SetHandler, no page");
+    ($st) = http_req('POST', 'status.test', '/sbt-status');
+    is_num($st, 405, "$mpm: POST is not allowed");
+    my ($head_h, $hbody);
+    ($st, $head_h, $hbody) = http_req('HEAD', 'status.test', '/sbt-status?json');
+    check($st == 200 && $hbody eq ''
+          && ($head_h->{'content-type'} // '') eq 'application/json',
+          "$mpm: HEAD answers without a body");
+}
+
+# The first load, and every format's view of the counters after it.
+sub load_gen1 {
+    my ($mpm, $N) = @_;
+    my $log_from = -s $SRV->access_log // 0;
+    my @names = map { $_->[0] } @TEST_VHOSTS;
+    my $bad = load($PROCS, $ROUNDS, targets(@names));
+    is_num($bad, 0, "$mpm: load 1: every response complete");
+    my $pids = pids_since($log_from, @names);
+    check($pids >= 2, "$mpm: load 1 served by several processes ($pids)");
+    # The last filler has no slot: "(other)" counts it.
+    my $fill_ok = 0;
+    for (1 .. 3) {
+        my ($st) = http_get_retry(sprintf('fill-%03d.test', $FILLERS),
+                                  '/small.bin', \my $retried);
+        $fill_ok++ if $st == 200;
+    }
+    is_num($fill_ok, 3, "$mpm: 3 requests to the last filler");
+
+    my $j = status_json();
+    check($j, "$mpm: ?json parses after load 1") or return 0;
+    is_num($j->{slots}, 256, "$mpm: 256 slots");
+    open my $fh, '<', '/proc/sys/net/core/wmem_max' or die "wmem_max: $!";
+    chomp(my $w = <$fh>);
+    is_num($j->{kernel}{wmem_max}, $w, "$mpm: kernel wmem_max");
+    open $fh, '<', '/proc/sys/net/ipv4/tcp_wmem' or die "tcp_wmem: $!";
+    my @w = split ' ', scalar <$fh>;
+    Test::More::is(join(' ', @{ $j->{kernel}{tcp_wmem} }), "@w",
+                   "$mpm: kernel tcp_wmem");
+    check_counts($j, "$mpm gen 1", $N);
+    my $other = by_name($j->{vhosts}, '(other)');
+    check(!by_name($j->{vhosts}, sprintf('fill-%03d.test:%d', $FILLERS, $PORT)),
+          "$mpm: the last filler has no slot of its own");
+    check($other && $other->{requests_none} == 3 && $other->{configured},
+          "$mpm: (other) counted its 3 requests",
+          "got " . JSON::PP->new->canonical->encode($other // {}));
+    is_num(scalar(grep { $_->{name} ne '(other)' } @{ $j->{vhosts} }), 256,
+           "$mpm: every slot in use");
+
+    my ($ast, $ah, $abody) = http_get('status.test', '/sbt-status?auto');
+    is_num($ast, 200, "$mpm: ?auto answers");
+    check(($ah->{'content-type'} // '') =~ m{^text/plain},
+          "$mpm: ?auto is text/plain");
+    my ($auto, $badlines) = parse_auto($abody);
+    check(!@$badlines && keys %$auto > 100,
+          "$mpm: ?auto parses as Key: value lines", map { "bad line: $_" }
+          @$badlines[0 .. ($#$badlines > 4 ? 4 : $#$badlines)]);
+    check_auto_vs_json("$mpm gen 1", $auto, $j);
+
+    my (undef, $jh) = http_get('status.test', '/sbt-status?json');
+    Test::More::is($jh->{'content-type'}, 'application/json',
+                   "$mpm: ?json content type");
+
+    my ($hst, $hh, $html) = http_get('status.test', '/sbt-status');
+    is_num($hst, 200, "$mpm: HTML page answers");
+    check(($hh->{'content-type'} // '') =~ m{^text/html},
+          "$mpm: HTML is text/html");
+    check(index($html, "fixed.test:$PORT") >= 0, "$mpm: HTML names the vhosts");
+    check(index($html, 'rules&quot;q\\&lt;') >= 0 && index($html, 'q\\<') < 0,
+          "$mpm: HTML escapes the rule's name");
+
+    my (undef, undef, $sauto) = http_get('status.test', '/server-status?auto');
+    my ($s) = parse_auto($sauto);
+    is_num($s->{SndbufTuneTotalRequestsFixed}, 3 * $N,
+           "$mpm: mod_status ?auto section: fixed requests in all");
+    is_num($s->{SndbufTuneTotalRequestsUnset}, $N,
+           "$mpm: mod_status ?auto section: unset requests in all");
+    is_num($s->{SndbufTuneTotalRequestsAuto}, $N,
+           "$mpm: mod_status ?auto section: auto requests in all");
+    check(defined $s->{SndbufTuneKernelWmemMax},
+          "$mpm: mod_status ?auto section: kernel limits");
+    my (undef, undef, $shtml) = http_get('status.test', '/server-status');
+    check(index($shtml, '<h2>mod_sndbuf_tune</h2>') >= 0,
+          "$mpm: mod_status HTML page has a section");
+    return 1;
+}
+
+# ?json once the server serves generation $gen.
+sub generation_json {
+    my $gen = shift;
+    my ($j) = poll_until(30, sub {
+        my $j = status_json();
+        return $j && $j->{generation} == $gen ? $j : undef;
+    }, 0.05);
+    return $j;
+}
+
+# Graceful restart into configuration 2: counters survive it.
+sub graceful_gen2 {
+    my ($mpm, $N, $gen1) = @_;
+    my @names = map { $_->[0] } @TEST_VHOSTS;
+    my ($rc, $out) = $SRV->graceful(body => body(2));
+    check(!$rc, "$mpm: apache2 -k graceful", $out);
+    my $j = generation_json($gen1 + 1);
+    check($j, "$mpm: generation 2 serves", $SRV->log_tail) or return 0;
+    check_counts($j, "$mpm gen 2 (graceful)", $N, new => 0);
+    my $departed = qr/^fill-0(0[1-9]|10)\.test:/;
+    my $stale = grep { $_->{name} =~ $departed } @{ $j->{vhosts} };
+    my $stale_off = grep { $_->{name} =~ $departed && !$_->{configured} }
+        @{ $j->{vhosts} };
+    is_num($stale, 7, "$mpm: 3 departed fillers' slots went to new names");
+    is_num($stale_off, 7, "$mpm: the other 7 show as not configured");
+    my $last = by_name($j->{vhosts}, sprintf('fill-%03d.test:%d', $FILLERS, $PORT));
+    check($last && $last->{configured} && requests($last) == 0,
+          "$mpm: the last filler has a slot now, from zero");
+    my $other = by_name($j->{vhosts}, '(other)');
+    check($other && $other->{requests_none} == 3 && !$other->{configured},
+          "$mpm: (other) kept its counts, nothing maps there now");
+
+    my $log_from = -s $SRV->access_log;
+    my $bad = load($PROCS, $ROUNDS, targets(@names, 'new.test'));
+    is_num($bad, 0, "$mpm: load 2: every response complete");
+    my $pids = pids_since($log_from, @names);
+    check($pids >= 2, "$mpm: load 2 served by several processes ($pids)");
+    $j = status_json();
+    check($j, "$mpm: ?json parses after load 2");
+    check_counts($j, "$mpm gen 2 after load", 2 * $N, new => $N) if $j;
+    my (undef, undef, $abody) = http_get('status.test', '/sbt-status?auto');
+    my ($auto) = parse_auto($abody);
+    check_auto_vs_json("$mpm gen 2", $auto, $j) if $j;
+    return 1;
+}
+
+# Full restart: counters start over.
+sub restart_gen3 {
+    my ($mpm, $gen1) = @_;
+    my @names = map { $_->[0] } @TEST_VHOSTS;
+    $LOG_PERIOD = -s $SRV->access_log;
+    my ($rc, $out) = $SRV->restart;
+    check(!$rc, "$mpm: apache2 -k restart", $out);
+    my $j = generation_json($gen1 + 2);
+    check($j, "$mpm: generation 3 serves", $SRV->log_tail) or return 0;
+    check_counts($j, "$mpm gen 3 (full restart)", 0, new => 0);
+    my $stale = grep { !$_->{configured} } @{ $j->{vhosts} }, @{ $j->{networks} };
+    is_num($stale, 0, "$mpm: full restart forgets departed names");
+    check(!by_name($j->{vhosts}, '(other)'), "$mpm: (other) is empty and hidden");
+    my $bad = load(2, 1, targets(@names, 'new.test'));
+    is_num($bad, 0, "$mpm: load 3: every response complete");
+    $j = status_json();
+    check_counts($j, "$mpm gen 3 after load", 4, new => 4) if $j;
+    return 1;
+}
+
+1;

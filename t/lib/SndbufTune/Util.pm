@@ -1,0 +1,123 @@
+package SndbufTune::Util;
+# The small helpers every test library, test and tool shares; one copy each.
+#
+#   top_dir()               the repository's top directory
+#   module_path()           the mod_sndbuf_tune.so under test: $SBT_MODULE,
+#                           or <repo>/.libs/mod_sndbuf_tune.so
+#   httpd_command(@args)    the command line that runs apache2 (t/bin/httpd,
+#                           which honours SBT_HTTPD, SBT_HTTPD_PRELOAD and
+#                           SBT_HTTPD_WRAPPER)
+#   modules_dir()           where apache2's own modules are (mod_*.so)
+#   free_port()             a free TCP port on 127.0.0.1
+#   poll_until($timeout, $probe, $interval)
+#                           bounded polling instead of sleeping; every
+#                           timeout is multiplied by $SBT_TIMEOUT_SCALE
+#                           (default 1), e.g. 10 under valgrind
+#   capture(@cmd)           (exit code, stdout+stderr) of a command
+#   sha256_file($path)      hex SHA-256 of a file
+#   exit_on_signals()       INT, TERM, HUP and PIPE become exit(), so that
+#                           END blocks and DESTROY stop what was started
+use strict;
+use warnings;
+
+use Cwd ();
+use Digest::SHA ();
+use Exporter 'import';
+use File::Basename ();
+use IO::Socket::INET;
+use POSIX ();
+use Time::HiRes ();
+
+our @EXPORT_OK = qw(top_dir module_path httpd_command modules_dir free_port
+                    poll_until capture sha256_file exit_on_signals);
+
+# This file is t/lib/SndbufTune/Util.pm.
+sub top_dir {
+    my $here = File::Basename::dirname(Cwd::abs_path(__FILE__));
+    return Cwd::abs_path("$here/../../..");
+}
+
+sub module_path {
+    return $ENV{SBT_MODULE} || top_dir() . '/.libs/mod_sndbuf_tune.so';
+}
+
+sub httpd_command {
+    return (top_dir() . '/t/bin/httpd', @_);
+}
+
+sub modules_dir {
+    my $d = '/usr/lib/apache2/modules';
+    return $d if -d $d;
+    my ($rc, $q) = capture('apxs', '-q', 'LIBEXECDIR');
+    chomp $q;
+    return $q;
+}
+
+# The kernel picks the port; we release it at once.
+sub free_port {
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                  Proto => 'tcp', Listen => 1, ReuseAddr => 1)
+        or die "free port: $!";
+    my $p = $s->sockport;
+    $s->close;
+    return $p;
+}
+
+# Call $probe until it returns a true value or $timeout seconds pass.
+# Returns (value, tries); value is undef on timeout. Never sleeps longer
+# than $interval (default 0.01 s) between probes.
+sub poll_until {
+    my ($timeout, $probe, $interval) = @_;
+    $interval //= 0.01;
+    $timeout *= $ENV{SBT_TIMEOUT_SCALE} if $ENV{SBT_TIMEOUT_SCALE};
+    my $deadline = Time::HiRes::time() + $timeout;
+    my $tries = 0;
+    while (1) {
+        $tries++;
+        my $r = $probe->();
+        return ($r, $tries) if $r;
+        last if Time::HiRes::time() > $deadline;
+        Time::HiRes::sleep($interval);
+    }
+    return (undef, $tries);
+}
+
+# Run a command (no shell); returns (exit code, stdout and stderr together).
+# Exit code 127: it could not be run.
+sub capture {
+    my @cmd = @_;
+    my $pid = open(my $fh, '-|');
+    die "fork: $!" unless defined $pid;
+    if (!$pid) {
+        open STDERR, '>&', \*STDOUT;
+        open STDIN, '<', '/dev/null';
+        exec @cmd or POSIX::_exit(127);
+    }
+    local $/;
+    my $out = <$fh> // '';
+    close $fh;
+    return ($? == -1 ? 127 : $? >> 8, $out);
+}
+
+sub sha256_file {
+    my $path = shift;
+    my $sha = Digest::SHA->new(256);
+    $sha->addfile($path, 'b');
+    return $sha->hexdigest;
+}
+
+# A signal (Ctrl-C, prove killed, a closed pipe) must not leave a server
+# or a lab behind. Handlers the caller set itself are left alone.
+sub exit_on_signals {
+    for my $sig (qw(INT TERM HUP PIPE)) {
+        next if defined $SIG{$sig} && $SIG{$sig} ne 'DEFAULT';
+        $SIG{$sig} = sub {
+            $SIG{$sig} = 'IGNORE';
+            $SIG{PIPE} = 'IGNORE';
+            print STDERR "# SIG$sig: cleaning up\n" unless $sig eq 'PIPE';
+            exit($sig eq 'INT' ? 130 : 143);
+        };
+    }
+}
+
+1;

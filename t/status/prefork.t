@@ -1,0 +1,12 @@
+# The status page and its counters under the prefork MPM (SndbufTune::Status
+# says what is checked).
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More;
+use SndbufTune::Status ();
+
+SndbufTune::Status::run_mpm('prefork');
+done_testing;
