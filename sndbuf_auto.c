@@ -282,8 +282,9 @@ static int sbt_auto_may_ramp(const sbt_auto_t *a, const sbt_sock_t *sock)
            && 2 * (apr_uint64_t)a->rq->d.limit_min <= w[1];
 }
 
-/** Move the buffer as the law says; @a conn is entered. */
-static void sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
+/** Move the buffer as the law says; @a conn is entered.  FALSE when the
+ *  law asks for no change. */
+static int sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
                             const sbt_auto_seen_t *s)
 {
     sbt_sock_did_t did = {0};
@@ -295,14 +296,15 @@ static void sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
         /* Taking over from autotuning: from the size it reached. */
         if (!sbt_sock_refresh(&conn->sock, &did)) {
             sbt_auto_count(a, c, &did);
-            return;
+            return 0;
         }
         cur = conn->sock.effective / 2;
     }
     next = sbt_auto_next(a, s, cur, &why);
     a->clamped |= why != NULL;
-    if (sbt_sock_locked_at(&conn->sock) && !sbt_auto_worth_it(cur, next, s->mss)) {
-        return;
+    if (sbt_sock_locked_at(&conn->sock)
+        && !sbt_auto_worth_it(cur, next, s->mss)) {
+        return 0;
     }
     sbt_sock_fix(&conn->sock, next, a->rq->shared, &did);
     sbt_auto_count(a, c, &did);
@@ -314,6 +316,7 @@ static void sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
                   s->limited ? ", send-buffer-limited" : "", cur, next,
                   why ? ", " : "", why ? why : "", did.done,
                   conn->sock.effective);
+    return 1;
 }
 
 /** One look at the connection, at most once per RTT. */
@@ -355,9 +358,16 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     a->last_look = now;
     a->next_look = now + (ti.rtt_us > SBT_AUTO_MIN_INTERVAL
                           ? ti.rtt_us : SBT_AUTO_MIN_INTERVAL);
-    if (!a->ramping || !sbt_auto_ramping(a)) {
-        sbt_auto_retune(a, conn, c, &s);
-        /* A configured rate and a data-based RTT: nothing will move. */
+    ap_log_cerror(APLOG_MARK, APLOG_TRACE2, 0, c, "SndbufTune auto look: "
+                  "min rtt %uus%s srtt %uus measured %" APR_UINT64_T_FMT
+                  " B/s%s%s", a->min_rtt_us,
+                  a->rtt_from_handshake ? " (handshake)" : "", s.srtt_us,
+                  a->measured, s.limited ? ", send-buffer-limited" : "",
+                  a->ramping ? ", ramping" : "");
+    if ((!a->ramping || !sbt_auto_ramping(a))
+        && !sbt_auto_retune(a, conn, c, &s)) {
+        /* A configured rate, a data-based RTT and the size the law asks
+         * for: nothing will move any more. */
         a->settled = a->rq->d.tune.rate && !a->rtt_from_handshake;
     }
     sbt_auto_set_chunk(a, &conn->sock);

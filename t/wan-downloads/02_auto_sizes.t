@@ -3,14 +3,17 @@
 # curl in the client namespace; the kernel's view is ss -tmi in the server
 # namespace, sampled while each download runs.
 # FACTOR is the suite's own AUTO_FACTOR (WanLab.pm; the law: SO_SNDBUF =
-# FACTOR x rate x RTT; Linux doubles it):
-#   configured (SndbufTuneBandwidth 20mbit): the kernel's buffer (ss tb) is
-#     within +-25% of 2 x FACTOR x BDP, and the module's notes obey the law
-#     (REQUESTED within the re-tune hysteresis of FACTOR x BW x RTT, all
-#     three as it logged them);
+# FACTOR x rate x RTT; Linux doubles it). auto leaves slow start to kernel
+# autotuning and takes the buffer over once the rate levels off, so the
+# downloads are long enough for that (about 65 RTTs):
+#   configured (SndbufTuneBandwidth 20mbit): the kernel's buffer (ss tb)
+#     settles within +-25% of 2 x FACTOR x BDP in the first half of the
+#     download and stays there to the end;
+#     the module's notes obey the law (REQUESTED within the re-tune
+#     hysteresis of FACTOR x BW x RTT, all three as it logged them);
 #   measured (no bandwidth configured), a long download: it ends with tb
 #     within +-25% of 2 x FACTOR x the measured BDP (ss delivery_rate x ss
-#     minrtt), and once tuned (tb inside that band) the connection spent
+#     minrtt), and once settled in that band the connection spent
 #     <= 10% of its busy time send-buffer-limited;
 #   both: the access-log notes agree with ss (SNDBUF_TUNE_EFFECTIVE == the
 #     last tb, == 2 x REQUESTED; RTT_US within 5% of ss minrtt; BW_BPS the
@@ -35,7 +38,7 @@ use constant RATE_BPS => 20_000_000;
 use constant RTT_MS => 100;
 use constant BAND => 0.25;
 my $BDP = RATE_BPS / 8 * RTT_MS / 1000;
-my %size = (configured => 6 << 20, measured => 16 << 20);
+my %size = (configured => 16 << 20, measured => 16 << 20);
 
 my ($lab, $srv, $sha) = SndbufTune::WanLab->lab_with_server(
     tag => '2', rtt_ms => RTT_MS, rate_mbit => RATE_BPS / 1e6,
@@ -68,6 +71,16 @@ sub band_ok {
                $got, $want, $lo, $hi, 100 * ($got - $want) / $want));
 }
 
+# Where the download settled in the band around $want: the first sample of
+# the run of in-band samples that ends the download (autotuning passes
+# through the band on its way up, before auto takes over), or undef.
+sub settled_at {
+    my ($ss, $want) = @_;
+    my $i = @$ss;
+    $i-- while $i > 0 && rel_diff($ss->[$i - 1][1]{tb}, $want) <= BAND;
+    return $i < @$ss ? $i : undef;
+}
+
 # The access-log notes against what ss showed.
 sub notes_agree {
     my ($d, %want) = @_;
@@ -91,10 +104,13 @@ sub notes_agree {
            "SNDBUF_TUNE_BW_BPS $e->{bw_bps} within 25% of ss delivery rate "
            . int($want{delivery_bps}));
     }
-    my $changes = tb_changes($d->{ss}) - 1;
+    # ss also sees autotuning's steps before auto takes over: count from
+    # the first sample in the band
+    my @mine = @{ $d->{ss} }[($want{tuned_at} // 0) .. $#{ $d->{ss} }];
+    my $changes = tb_changes(\@mine) - 1;
     cmp_ok($e->{retunes} // -1, '>=', $changes,
            "SNDBUF_TUNE_RETUNES ($e->{retunes}) >= size changes ss saw "
-           . "($changes)");
+           . "once tuned ($changes)");
     cmp_ok($e->{retunes} // -1, '>=', $want{min_retunes},
            "SNDBUF_TUNE_RETUNES >= $want{min_retunes}")
         if $want{min_retunes};
@@ -106,18 +122,19 @@ subtest 'configured: SndbufTuneBandwidth 20mbit' => sub {
     my $want = 2 * AUTO_FACTOR * $BDP;
     my $last = $d->{ss}[-1][1];
     band_ok($last->{tb}, $want, "last sample, 2 x ${\ AUTO_FACTOR} x BDP");
-    # once data was acknowledged (the RTT comes from data, not the handshake)
-    my @acked = grep { ($_->[1]{bytes_acked} // 0) > 0 } @{ $d->{ss} };
-    my @out = grep { rel_diff($_->[1]{tb}, $want) > BAND } @acked;
-    is(scalar @out, 0, 'every sample after the first ACK within the band')
-        or diag(join ' ', map { "t=$_->[0]:tb=$_->[1]{tb}" } @out[0 .. 4]);
-    my $e = notes_agree($d, bw_bps => RATE_BPS) or return;
+    my @ss = @{ $d->{ss} };
+    my $i = settled_at(\@ss, $want);
+    ok(defined $i && $i < @ss / 2, sprintf 'settled in the band by t=%.1fs, '
+       . 'within the first half of the download', defined $i ? $ss[$i][0] : -1);
+    $i //= $#ss;
+    my $e = notes_agree($d, bw_bps => RATE_BPS, tuned_at => $i,
+                        min_retunes => 1) or return;
     # the law in the module's own figures: it resizes only for a change
-    # of more than +1/8 or -1/4, so REQUESTED may lag the law by that much
+    # of more than 1/16, so REQUESTED may differ from the law by that much
     my $law = AUTO_FACTOR * $e->{bw_bps} / 8 * $e->{rtt_us} / 1e6;
     my $r = $e->{requested} / $law;
-    ok($r >= 0.75 && $r <= 1.125, sprintf 'SNDBUF_TUNE_REQUESTED %d is %s x '
-       . 'BW_BPS/8 x RTT_US = %d within -1/4..+1/8 (%.3f)', $e->{requested},
+    ok($r >= 15 / 16 && $r <= 17 / 16, sprintf 'SNDBUF_TUNE_REQUESTED %d is '
+       . '%s x BW_BPS/8 x RTT_US = %d within 1/16 (%.3f)', $e->{requested},
        AUTO_FACTOR, $law, $r);
 };
 
@@ -135,10 +152,9 @@ subtest 'measured: no SndbufTuneBandwidth, a long download' => sub {
     my $want = 2 * AUTO_FACTOR * $bdp;
     band_ok($last->{tb}, $want,
             "end of the download, 2 x ${\ AUTO_FACTOR} x measured BDP");
-    # tuned: from the first sample inside the band
-    my ($i) = grep { rel_diff($ss[$_][1]{tb}, $want) <= BAND } 0 .. $#ss;
+    my $i = settled_at(\@ss, $want);
     ok(defined $i && $i < @ss * 2 / 3,
-       sprintf 'tuned (tb in the band) by t=%.1fs, within the first two '
+       sprintf 'settled in the band by t=%.1fs, within the first two '
        . 'thirds of the download', defined $i ? $ss[$i][0] : -1);
     $i //= $#ss;
     my ($a0, $a1) = ($ss[$i][1], $last);
@@ -146,7 +162,7 @@ subtest 'measured: no SndbufTuneBandwidth, a long download' => sub {
     my $lim = $a1->{sndbuf_limited_ms} - $a0->{sndbuf_limited_ms};
     ok($busy > 0 && $lim <= 0.10 * $busy,
        "once tuned: send-buffer-limited $lim ms of $busy ms busy (<= 10%)");
-    notes_agree($d, delivery_bps => $rate, min_retunes => 1);
+    notes_agree($d, delivery_bps => $rate, min_retunes => 1, tuned_at => $i);
 };
 
 $srv->stop;
