@@ -191,6 +191,8 @@ static void sbt_insert_filter(request_rec *r)
         conn->draining = NULL;
     }
     done = sbt_apply(r, rq, conn);
+    /* No socket: nothing to watch. */
+    rq->fits = conn->sock.fd < 0 ? 0 : sbt_sock_known_size(&conn->sock);
     sbt_note_decision(r, rq, &conn->sock);
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                   "SndbufTune %s for %s%s by %s: %s; effective %d",
@@ -211,58 +213,53 @@ static void sbt_insert_filter(request_rec *r)
 /* The response: measured only once it outgrows the buffer in force */
 /* ---------------------------------------------------------------- */
 
-/** The response's length if @a bb holds all of it, else -1. */
-static apr_off_t sbt_whole_length(apr_bucket_brigade *bb)
+/** The bytes in @a bb, -1 if a bucket's length is unknown; @a eos set
+ *  when the brigade ends the response. */
+static apr_off_t sbt_brigade_bytes(apr_bucket_brigade *bb, int *eos)
 {
     apr_bucket *e;
     apr_off_t len = 0;
 
+    *eos = 0;
     for (e = APR_BRIGADE_FIRST(bb); e != APR_BRIGADE_SENTINEL(bb);
          e = APR_BUCKET_NEXT(e)) {
         if (APR_BUCKET_IS_EOS(e)) {
-            return len;
+            *eos = 1;
         }
-        if (e->length == (apr_size_t)-1) {
+        else if (e->length == (apr_size_t)-1) {
             return -1;
         }
-        len += e->length;
+        else {
+            len += e->length;
+        }
     }
-    return -1;
+    return len;
 }
 
-/**
- * The first bytes of the response: one that fits in the send buffer in
- * force is never limited by it, so it costs no system call at all.  A
- * larger one gets its baseline figures and, for auto, its controller.
- */
-static void sbt_response_begin(ap_filter_t *f, sbt_req_t *rq,
-                               apr_bucket_brigade *bb)
+/** A response that has outgrown the buffer in force: the baseline of
+ *  its figures and, for auto, its controller. */
+static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
 {
-    request_rec *r = f->r;
-    apr_off_t len = sbt_whole_length(bb);
     sbt_conn_t *conn = sbt_conn_enter(r->connection);
     const char *done = NULL;
 
     if (!conn) {
         return;
     }
-    if (conn->sock.fd >= 0
-        && (len < 0 || len > sbt_sock_known_size(&conn->sock))) {
-        rq->measured = 1;
-        /* An idle keep-alive connection adds nothing to the figures
-         * between two responses, so the previous end is this start;
-         * HTTP/2 streams overlap, so they always read. */
-        if (!rq->shared && conn->last_end.valid) {
-            rq->start = conn->last_end;
-        }
-        else {
-            sbt_sock_tcp_info(conn->sock.fd, &rq->start);
-        }
-        if (rq->d.tune.policy == SBT_POLICY_AUTO) {
-            done = sbt_auto_begin(r, rq, conn);
-        }
+    rq->measured = 1;
+    /* An idle keep-alive connection adds nothing to the figures between
+     * two responses, so the previous end is this start; HTTP/2 streams
+     * overlap, so they always read. */
+    if (!rq->shared && conn->last_end.valid) {
+        rq->start = conn->last_end;
+    }
+    else {
+        sbt_sock_tcp_info(conn->sock.fd, &rq->start);
     }
     conn->last_end.valid = 0;
+    if (rq->d.tune.policy == SBT_POLICY_AUTO) {
+        done = sbt_auto_begin(r, rq, conn);
+    }
     sbt_conn_leave(r->connection);
     if (done) {
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "SndbufTune auto: %s",
@@ -270,16 +267,49 @@ static void sbt_response_begin(ap_filter_t *f, sbt_req_t *rq,
     }
 }
 
+/** A response that fitted in the buffer in force: it was never limited
+ *  by it, needs no figures and costs no system call; the next response
+ *  cannot take the previous end as its start. */
+static void sbt_response_fitted(request_rec *r, sbt_req_t *rq)
+{
+    sbt_conn_t *conn;
+
+    if (!rq->shared && (conn = sbt_conn_enter(r->connection)) != NULL) {
+        conn->last_end.valid = 0;
+        sbt_conn_leave(r->connection);
+    }
+}
+
+/**
+ * Watch the response go by (the headers come in a brigade of their own)
+ * until it ends within the buffer in force, or outgrows it.
+ */
 static apr_status_t sbt_response_filter(ap_filter_t *f,
                                         apr_bucket_brigade *bb)
 {
     /* f->r: after an internal redirect, the request that replaced the
      * one the filter was added for, whose policy now applies. */
     sbt_req_t *rq = sbt_req_get(f->r);
+    apr_off_t len;
+    int eos;
 
     if (rq && f->ctx != rq) {
         f->ctx = rq;
-        sbt_response_begin(f, rq, bb);
+        rq->watching = rq->fits > 0;
+    }
+    if (rq && rq->watching) {
+        len = sbt_brigade_bytes(bb, &eos);
+        if (len < 0 || (rq->passed += len) > rq->fits) {
+            rq->watching = 0;
+            sbt_response_begin(f->r, rq);
+        }
+        else if (eos) {
+            rq->watching = 0;
+            sbt_response_fitted(f->r, rq);
+        }
+        else {
+            return ap_pass_brigade(f->next, bb);
+        }
     }
     if (rq && rq->au) {
         return sbt_auto_pass(f, rq->au, bb);

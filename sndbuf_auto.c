@@ -469,6 +469,20 @@ static apr_bucket *sbt_auto_cut(apr_bucket_brigade *bb, apr_off_t *left)
     return e;
 }
 
+/** Does @a bb hold no data but files? */
+static int sbt_auto_only_files(apr_bucket_brigade *bb)
+{
+    apr_bucket *e;
+
+    for (e = APR_BRIGADE_FIRST(bb); e != APR_BRIGADE_SENTINEL(bb);
+         e = APR_BUCKET_NEXT(e)) {
+        if (!APR_BUCKET_IS_METADATA(e) && !APR_BUCKET_IS_FILE(e)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
                            apr_bucket_brigade *bb)
 {
@@ -499,10 +513,13 @@ apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
         }
         a->pending = 0;
         sbt_auto_look(a, f->c);
-        /* Event MPM: once the socket is full the core keeps the rest and
-         * the MPM writes it without a worker; resume_connection looks. */
+        /* Event MPM: once the socket is full the core sets file buckets
+         * aside and the MPM writes them without a worker, while
+         * resume_connection looks.  The core writes data in memory (no
+         * sendfile, TLS) in blocking mode anyway: keep cutting it. */
         a->handed_over = !a->flush && !a->rq->shared
-                         && f->c->data_in_output_filters;
+                         && f->c->data_in_output_filters
+                         && sbt_auto_only_files(bb);
     }
     if (!APR_BRIGADE_EMPTY(bb) && APR_BUCKET_IS_EOS(APR_BRIGADE_LAST(bb))) {
         ap_remove_output_filter(f);

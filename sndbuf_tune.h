@@ -183,6 +183,12 @@ typedef struct {
     sbt_decision_t d;
     /** HTTP/2 stream: its socket is shared with other streams. */
     int shared;
+    /** The buffer in force when the policy was applied (bytes; 0: no
+     *  socket), the bytes of the response passed so far, and whether it
+     *  is still to be seen if the response fits in it. */
+    apr_off_t fits;
+    apr_off_t passed;
+    int watching;
     /** The response went past the buffer in force and was measured:
      *  @c start holds the baseline of its figures. */
     int measured;

@@ -1,9 +1,9 @@
 # SndbufTune auto and SndbufTuneNetwork on loopback (the WAN lab suites in
 # t/wan-downloads/ cover real paths), on a separate apache2 instance that
 # also listens on [::1]:
-#   auto.test     auto, default limits: loopback's tiny RTT gives the
-#                 2 x MSS floor or a little more; kernel, access log and
-#                 lock agree
+#   auto.test     auto, limits 8k 1m (so no slow start left to autotuning):
+#                 loopback's tiny RTT gives the 2 x MSS floor or a little
+#                 more; kernel, access log and lock agree
 #   limits.test   auto with SndbufTuneLimits 1m 2m: clamped to the minimum
 #   net.test      SndbufTune 64k, but network rules 127.0.0.0/8 96k,
 #                 127.0.0.1/32 128k, ::1/128 192k, ::/0 unset: the longest
@@ -28,6 +28,10 @@ Listen [::1]:@PORT@
 <VirtualHost *:@PORT@>
     ServerName auto.test
     SndbufTune auto
+    # narrower than tcp_wmem: auto sizes from its first look instead of
+    # leaving slow start to autotuning, which a loopback download at
+    # gigabytes a second would outlast
+    SndbufTuneLimits 8k 1m
 </VirtualHost>
 <VirtualHost *:@PORT@>
     ServerName limits.test
