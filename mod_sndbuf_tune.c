@@ -101,16 +101,6 @@ static void sbt_note_num(request_rec *r, const char *key, apr_int64_t v)
     sbt_note(r, key, v >= 0 ? apr_off_t_toa(r->pool, v) : "-");
 }
 
-static void sbt_count_did(request_rec *r, sbt_req_t *rq,
-                          const sbt_sock_did_t *did)
-{
-    rq->clamped |= did->clamped;
-    if (did->call) {
-        rq->failures++;
-        sbt_sock_log_failure(r->connection, did);
-    }
-}
-
 /* ---------------------------------------------------------------- */
 /* The decision: once the handler is about to run                   */
 /* ---------------------------------------------------------------- */
@@ -135,7 +125,7 @@ static const char *sbt_apply(request_rec *r, sbt_req_t *rq,
         return "auto sizes the response once it is larger than the "
                "buffer in force";
     }
-    sbt_count_did(r, rq, &did);
+    sbt_sock_tally(r->connection, &did, &rq->tally);
     return did.done;
 }
 
@@ -373,9 +363,9 @@ static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
     o->effective = conn->sock.effective;
     sbt_conn_leave(r->connection);
 
-    sbt_count_did(r, rq, &did);
-    o->clamped = rq->clamped | ao.clamped;
-    o->failures = rq->failures + ao.failures;
+    sbt_sock_tally(r->connection, &did, &rq->tally);
+    o->clamped = rq->tally.clamped | ao.tally.clamped;
+    o->failures = rq->tally.failures + ao.tally.failures;
     sbt_note_num(r, SBT_NOTE_REQUESTED, requested ? requested : -1);
     sbt_note_num(r, SBT_NOTE_EFFECTIVE, o->effective);
     sbt_note_figures(r, rq, &end, o);

@@ -118,8 +118,7 @@ struct sbt_auto_t {
     /** Nothing more to do: rate configured and RTT measured. */
     int settled;
     int retunes;
-    int clamped;
-    int failures;
+    sbt_tally_t tally;
 };
 
 /** What one look saw. */
@@ -238,16 +237,6 @@ static void sbt_auto_set_chunk(sbt_auto_t *a, const sbt_sock_t *sock)
     }
 }
 
-static void sbt_auto_count(sbt_auto_t *a, conn_rec *c,
-                           const sbt_sock_did_t *did)
-{
-    a->clamped |= did->clamped;
-    if (did->call) {
-        a->failures++;
-        sbt_sock_log_failure(c, did);
-    }
-}
-
 /** Still ramping up: leave the buffer to autotuning? */
 static int sbt_auto_ramping(sbt_auto_t *a)
 {
@@ -295,19 +284,19 @@ static int sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
     if (!cur) {
         /* Taking over from autotuning: from the size it reached. */
         if (!sbt_sock_refresh(&conn->sock, &did)) {
-            sbt_auto_count(a, c, &did);
+            sbt_sock_tally(c, &did, &a->tally);
             return 0;
         }
         cur = conn->sock.effective / 2;
     }
     next = sbt_auto_next(a, s, cur, &why);
-    a->clamped |= why != NULL;
+    a->tally.clamped |= why != NULL;
     if (sbt_sock_locked_at(&conn->sock)
         && !sbt_auto_worth_it(cur, next, s->mss)) {
         return 0;
     }
     sbt_sock_fix(&conn->sock, next, a->rq->shared, &did);
-    sbt_auto_count(a, c, &did);
+    sbt_sock_tally(c, &did, &a->tally);
     a->retunes++;
     ap_log_cerror(APLOG_MARK, APLOG_TRACE1, 0, c, "SndbufTune auto re-tune "
                   "%d: min rtt %uus srtt %uus rate %" APR_UINT64_T_FMT
@@ -337,7 +326,7 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
 
         did.call = "getsockopt(TCP_INFO)";
         did.err = rv;
-        sbt_auto_count(a, c, &did);
+        sbt_sock_tally(c, &did, &a->tally);
         a->settled = 1;
         sbt_conn_leave(c);
         return;
@@ -394,7 +383,7 @@ const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
     rq->au = a;
 
     sbt_sock_resolve(&conn->sock, &did);
-    sbt_auto_count(a, r->connection, &did);
+    sbt_sock_tally(r->connection, &did, &a->tally);
     a->ramping = sbt_auto_may_ramp(a, &conn->sock);
     sbt_auto_set_chunk(a, &conn->sock);
     if (a->ramping) {
@@ -437,8 +426,7 @@ void sbt_auto_end(sbt_auto_t *a, sbt_conn_t *conn, sbt_auto_outcome_t *o)
     o->rtt_us = a->min_rtt_us;
     o->rate = a->rate;
     o->retunes = a->retunes;
-    o->clamped = a->clamped;
-    o->failures = a->failures;
+    o->tally = a->tally;
 }
 
 /**

@@ -6,8 +6,8 @@
  * whose next request wants the same thing costs no system call.
  *
  * A failing socket call never fails the request: the socket is left as
- * it was, the caller counts the failure, and sbt_sock_log_failure logs
- * it (one warning a minute per child, the rest at debug).
+ * it was, and sbt_sock_tally counts and logs the failure (one warning a
+ * minute per child, the rest at debug).
  */
 
 #include "httpd.h"
@@ -159,10 +159,17 @@ void sbt_sock_unset(sbt_sock_t *s, int shared, sbt_sock_did_t *did)
     sbt_sock_refresh(s, did);
 }
 
-void sbt_sock_log_failure(conn_rec *c, const sbt_sock_did_t *did)
+void sbt_sock_tally(conn_rec *c, const sbt_sock_did_t *did, sbt_tally_t *t)
 {
-    apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now());
-    apr_uint32_t last = apr_atomic_read32(&sbt_warned_at);
+    apr_uint32_t now, last;
+
+    t->clamped |= did->clamped;
+    if (!did->call) {
+        return;
+    }
+    t->failures++;
+    now = (apr_uint32_t)apr_time_sec(apr_time_now());
+    last = apr_atomic_read32(&sbt_warned_at);
 
     if ((last == 0 || now - last >= SBT_WARN_INTERVAL)
         && apr_atomic_cas32(&sbt_warned_at, now, last) == last) {

@@ -147,8 +147,16 @@ int sbt_sock_refresh(sbt_sock_t *s, sbt_sock_did_t *did);
 int sbt_sock_locked_at(const sbt_sock_t *s);
 /** The kernel's buffer as last seen, or its initial size if unknown. */
 int sbt_sock_known_size(const sbt_sock_t *s);
-/** A failed socket call: a warning a minute per child, else debug. */
-void sbt_sock_log_failure(conn_rec *c, const sbt_sock_did_t *did);
+/** What the socket calls for one response came to, for the status page. */
+typedef struct {
+    int clamped;                /**< a size was clamped (limits, 2 x MSS,
+                                 *   wmem_max) */
+    int failures;               /**< socket calls that failed */
+} sbt_tally_t;
+
+/** Add @a did to @a t; log a failure (a warning a minute per child, the
+ *  rest at debug). */
+void sbt_sock_tally(conn_rec *c, const sbt_sock_did_t *did, sbt_tally_t *t);
 
 /* ---------------------------------------------------------------- */
 /* mod_sndbuf_tune.c: per connection and per request                */
@@ -193,10 +201,7 @@ typedef struct {
      *  @c start holds the baseline of its figures. */
     int measured;
     sbt_tcp_info_t start;
-    /** Size clamped (SndbufTuneLimits, 2 x MSS or wmem_max). */
-    int clamped;
-    /** Socket calls that failed. */
-    int failures;
+    sbt_tally_t tally;
     /** auto's controller for this response, or NULL. */
     sbt_auto_t *au;
 } sbt_req_t;
@@ -245,8 +250,7 @@ typedef struct {
     apr_uint32_t rtt_us;
     apr_uint64_t rate;          /**< bytes/s */
     int retunes;
-    int clamped;
-    int failures;
+    sbt_tally_t tally;
 } sbt_auto_outcome_t;
 void sbt_auto_end(sbt_auto_t *au, sbt_conn_t *conn, sbt_auto_outcome_t *o);
 void sbt_auto_register_hooks(void);
