@@ -165,6 +165,8 @@ sub decision_ok {
 
 # One large download, checked from start to end:
 #   port, host, path (default BIG_PATH), label (default host.path)
+#   status   the status the response must have (default 200; an
+#            ErrorDocument's body comes with the error's status)
 #   client   a StallClient to reuse (keep-alive; default: a new one, with
 #            sni => NAME for TLS)
 #   policy, bytes    the decision the module must report (decision_ok);
@@ -173,7 +175,7 @@ sub decision_ok {
 #            default fixed_ok($bytes) for 'fixed', else autotuned_ok
 #            (baseline => tb the socket had before, default a fresh one's)
 #   also     sub { $client }, run before that check, while stalled
-# Status 200, then 32k read, the check, the rest: BIG_SIZE bytes whose
+# The status, then 32k read, the check, the rest: BIG_SIZE bytes whose
 # SHA-256 is BIG_SHA256. Returns the client.
 sub download_ok {
     my (%a) = @_;
@@ -181,7 +183,8 @@ sub download_ok {
     my $label = $a{label} // "$a{host}$path";
     my $c = $a{client} // SndbufTune::StallClient->new(port => $a{port},
                                                        sni => $a{sni});
-    is($c->request($path, $a{host}), 200, "$label: status 200");
+    my $status = $a{status} // 200;
+    is($c->request($path, $a{host}), $status, "$label: status $status");
     decision_ok(sub { $c->header($_[0]) }, $a{policy}, $a{bytes}, $label)
         if defined $a{policy};
     $c->read_body(32 * 1024);           # a little, then stall
