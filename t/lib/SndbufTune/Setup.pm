@@ -70,7 +70,8 @@ sub generate_data {
     my $gen = "$docroot/gen";
     File::Path::make_path($gen, "$gen/loc1m", "$gen/locunset",
                           "$gen/dir256k", "$gen/redir/auto",
-                          "$gen/redir/fixed", { mode => 0755 });
+                          "$gen/redir/fixed", "$gen/index/neg",
+                          { mode => 0755 });
     my $big = "$docroot" . BIG_PATH;
     unless (-s $big && -s _ == BIG_SIZE && sha256_file($big) eq BIG_SHA256) {
         my $tmp = "$big.tmp.$$";
@@ -107,6 +108,11 @@ sub generate_data {
     # between an auto directory and a fixed <Location>
     _symlink('../../big.bin', "$gen/redir/$_") for
         qw(fixed/big.bin fixed/notfound-big.bin auto/notfound-big.bin);
+    # the file mod_dir (DirectoryIndex) and mod_negotiation (MultiViews)
+    # choose, under <Files> of their own (index_files.t)
+    _symlink('../big.bin', "$gen/index/$_") for
+        qw(index.html page.html big.bin);
+    _symlink('../../big.bin', "$gen/index/neg/page.html");
     return 1;
 }
 
