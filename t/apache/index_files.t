@@ -61,15 +61,9 @@ for my $case (@cases) {
         my $c = download_ok(port => $port, host => 'localhost', path => $path,
                             label => $path, policy => 'fixed',
                             bytes => $bytes);
-        my $e = $srv->access_entry_for($c->local_port, 10);
-        ok($e, "$path: access log entry") or return;
-        is($e->{policy}, 'fixed', "$path: logged policy fixed");
-        is($e->{requested}, $bytes, "$path: logged requested $bytes");
-        # mod_log_config writes a quote as \"
-        my $rule = ($e->{rule} // '') =~ s/\\"/"/gr;
-        like($rule, $file ? qr{^<Files "\Q$file\E"> at \S+:\d+$}
-                          : qr{^<Directory "\S+/gen/index"> at \S+:\d+$},
-             "$path: logged rule");
+        logged_ok($srv, $c, $path, policy => 'fixed', requested => $bytes,
+                  rule => $file ? qr{^<Files "\Q$file\E"> at \S+:\d+$}
+                                : qr{^<Directory "\S+/gen/index"> at \S+:\d+$});
     };
 }
 

@@ -66,11 +66,8 @@ for my $case (@cases) {
     subtest "$host: SndbufTuneNetwork $net decides, fixed $bytes" => sub {
         my $c = download_ok(port => $port, host => $host, policy => 'fixed',
                             bytes => $bytes);
-        my $e = $srv->access_entry_for($c->local_port, 10);
-        ok($e, "$host: access log entry") or return;
-        is($e->{vhost}, $host, "$host: logged for the vhost");
-        like($e->{rule} // '', qr{^SndbufTuneNetwork \Q$net\E at \S+:\d+$},
-             "$host: logged rule is SndbufTuneNetwork $net");
+        my $e = logged_ok($srv, $c, $host, vhost => $host,
+                          rule => qr{^SndbufTuneNetwork \Q$net\E at \S+:\d+$});
         # which line: the main server's rule precedes the vhosts
         my ($line) = ($e->{rule} // '') =~ /:(\d+)$/;
         my $main = $host eq 'main.test' || $host eq 'shorter.test';

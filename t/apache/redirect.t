@@ -46,15 +46,12 @@ my $port = $srv->port;
 
 plan tests => 3;
 
-# The access log's entry for the response on $c's connection: the final
-# request's policy and rule, and as effective what the kernel still
-# shows (the connection is open, nothing has changed it since).
-sub logged_ok {
-    my ($c, $label, $policy, $rule) = @_;
-    my $e = $srv->access_entry_for($c->local_port, 10);
-    ok($e, "$label: access log entry") or return {};
-    is($e->{policy}, $policy, "$label: logged policy $policy");
-    like($e->{rule} // '', $rule, "$label: logged rule");
+# The access log (the final request's notes) for the response on $c's
+# connection; as effective, what the kernel still shows (the connection
+# is open, nothing has changed it since).
+sub logged_as_kernel_ok {
+    my ($c, $label, %want) = @_;
+    my $e = logged_ok($srv, $c, $label, %want);
     my $v = view_of($c);
     is($e->{effective}, $v && $v->{tb}, "$label: logged effective == ss tb");
     return $e;
@@ -77,10 +74,9 @@ sub fixed_download_ok {
         is($v && $v->{tb}, $want,
            "$path: tb still $want with 1 MiB of the body left");
     });
-    my $e = logged_ok($c, $path, 'fixed',
-                      qr{^<Location /gen/redir/fixed/> at \S+:\d+$});
-    is($e->{requested}, $fixed, "$path: logged requested $fixed");
-    is($e->{effective}, $want, "$path: logged effective $want");
+    logged_as_kernel_ok($c, $path, policy => 'fixed', requested => $fixed,
+                        effective => $want,
+                        rule => qr{^<Location /gen/redir/fixed/> at \S+:\d+$});
 }
 
 subtest 'RewriteRule [PT] from auto into a fixed <Location>' => sub {
@@ -104,7 +100,8 @@ subtest 'ErrorDocument in the auto directory, from a fixed 404' => sub {
         is($v && $v->{sndbuf_locked}, 1, "$path: auto's size is locked")
             if defined $v->{sndbuf_locked};
     });
-    my $e = logged_ok($c, $path, 'auto', qr{^server config at \S+:\d+$});
+    my $e = logged_as_kernel_ok($c, $path, policy => 'auto',
+                                rule => qr{^server config at \S+:\d+$});
     is($e->{effective}, 2 * ($e->{requested} // 0),
        "$path: effective == 2 x requested");
     isnt($tb, expected_fixed_tb($fixed),

@@ -22,6 +22,10 @@ package SndbufTune::Checks;
 #       the whole round: request a large file, check the decision, read
 #       32k and stall, check the kernel's view (fixed_ok or autotuned_ok,
 #       or the caller's check), read the rest: length and SHA-256
+#   logged_ok($server, $client, $label, %want)
+#       what a SndbufTune::Server's access log says of the last response
+#       on $client's connection: each field of %want (policy, requested,
+#       effective, rule, vhost, ...) equal, or matching where it is a qr//
 use strict;
 use warnings;
 
@@ -34,7 +38,7 @@ use SndbufTune::Util qw(poll_until);
 use Exporter 'import';
 
 our @EXPORT = qw(fixed_ok autotuned_ok untouched_locked_ok view_of
-                 decision_ok download_ok log_view);
+                 decision_ok download_ok logged_ok log_view);
 
 our $BULK = 4 * 1024 * 1024;    # bytes pulled through for the growth checks
 our $POLL = 10;                 # seconds, upper bound for any kernel poll
@@ -161,6 +165,24 @@ sub decision_ok {
         is($hdr->('X-Sndbuf-Requested'), '-', "$label: SNDBUF_TUNE_REQUESTED");
         is($hdr->('X-Sndbuf-Effective'), '-', "$label: SNDBUF_TUNE_EFFECTIVE");
     }
+}
+
+# The access-log entry (SndbufTune::Server's fields) of the last response
+# on $c's connection, once written, checked against %want; mod_log_config
+# writes a quote as \", which a qr// sees as ". Returns it ({} if none).
+sub logged_ok {
+    my ($srv, $c, $label, %want) = @_;
+    my $e = $srv->access_entry_for($c->local_port, $POLL);
+    ok($e, "$label: access log entry") or return {};
+    for my $k (sort keys %want) {
+        if (ref $want{$k} eq 'Regexp') {
+            like(($e->{$k} // '') =~ s/\\"/"/gr, $want{$k}, "$label: logged $k");
+        }
+        else {
+            is($e->{$k}, $want{$k}, "$label: logged $k $want{$k}");
+        }
+    }
+    return $e;
 }
 
 # One large download, checked from start to end:
