@@ -22,6 +22,10 @@ package SndbufTune::Checks;
 #       the whole round: request a large file, check the decision, read
 #       32k and stall, check the kernel's view (fixed_ok or autotuned_ok,
 #       or the caller's check), read the rest: length and SHA-256
+#   logged_ok($server, $client, $label, %want)
+#       what a SndbufTune::Server's access log says of the last response
+#       on $client's connection: each field of %want (policy, requested,
+#       effective, rule, vhost, ...) equal, or matching where it is a qr//
 use strict;
 use warnings;
 
@@ -34,7 +38,7 @@ use SndbufTune::Util qw(poll_until);
 use Exporter 'import';
 
 our @EXPORT = qw(fixed_ok autotuned_ok untouched_locked_ok view_of
-                 decision_ok download_ok log_view);
+                 decision_ok download_ok logged_ok log_view);
 
 our $BULK = 4 * 1024 * 1024;    # bytes pulled through for the growth checks
 our $POLL = 10;                 # seconds, upper bound for any kernel poll
@@ -163,8 +167,28 @@ sub decision_ok {
     }
 }
 
+# The access-log entry (SndbufTune::Server's fields) of the last response
+# on $c's connection, once written, checked against %want; mod_log_config
+# writes a quote as \", which a qr// sees as ". Returns it ({} if none).
+sub logged_ok {
+    my ($srv, $c, $label, %want) = @_;
+    my $e = $srv->access_entry_for($c->local_port, $POLL);
+    ok($e, "$label: access log entry") or return {};
+    for my $k (sort keys %want) {
+        if (ref $want{$k} eq 'Regexp') {
+            like(($e->{$k} // '') =~ s/\\"/"/gr, $want{$k}, "$label: logged $k");
+        }
+        else {
+            is($e->{$k}, $want{$k}, "$label: logged $k $want{$k}");
+        }
+    }
+    return $e;
+}
+
 # One large download, checked from start to end:
 #   port, host, path (default BIG_PATH), label (default host.path)
+#   status   the status the response must have (default 200; an
+#            ErrorDocument's body comes with the error's status)
 #   client   a StallClient to reuse (keep-alive; default: a new one, with
 #            sni => NAME for TLS)
 #   policy, bytes    the decision the module must report (decision_ok);
@@ -173,7 +197,7 @@ sub decision_ok {
 #            default fixed_ok($bytes) for 'fixed', else autotuned_ok
 #            (baseline => tb the socket had before, default a fresh one's)
 #   also     sub { $client }, run before that check, while stalled
-# Status 200, then 32k read, the check, the rest: BIG_SIZE bytes whose
+# The status, then 32k read, the check, the rest: BIG_SIZE bytes whose
 # SHA-256 is BIG_SHA256. Returns the client.
 sub download_ok {
     my (%a) = @_;
@@ -181,7 +205,8 @@ sub download_ok {
     my $label = $a{label} // "$a{host}$path";
     my $c = $a{client} // SndbufTune::StallClient->new(port => $a{port},
                                                        sni => $a{sni});
-    is($c->request($path, $a{host}), 200, "$label: status 200");
+    my $status = $a{status} // 200;
+    is($c->request($path, $a{host}), $status, "$label: status $status");
     decision_ok(sub { $c->header($_[0]) }, $a{policy}, $a{bytes}, $label)
         if defined $a{policy};
     $c->read_body(32 * 1024);           # a little, then stall

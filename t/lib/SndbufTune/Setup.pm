@@ -69,7 +69,9 @@ sub generate_data {
     my $docroot = shift;
     my $gen = "$docroot/gen";
     File::Path::make_path($gen, "$gen/loc1m", "$gen/locunset",
-                          "$gen/dir256k", { mode => 0755 });
+                          "$gen/dir256k", "$gen/redir/auto",
+                          "$gen/redir/fixed", "$gen/index/neg",
+                          { mode => 0755 });
     my $big = "$docroot" . BIG_PATH;
     unless (-s $big && -s _ == BIG_SIZE && sha256_file($big) eq BIG_SHA256) {
         my $tmp = "$big.tmp.$$";
@@ -102,6 +104,15 @@ sub generate_data {
     _symlink('../big.bin', "$gen/locunset/big.bin");
     _symlink('../big.bin', "$gen/dir256k/big.bin");
     _symlink('big.bin', "$gen/files512k.bin");
+    # internal redirects (redirect.t): RewriteRule [PT] and ErrorDocument
+    # between an auto directory and a fixed <Location>
+    _symlink('../../big.bin', "$gen/redir/$_") for
+        qw(fixed/big.bin fixed/notfound-big.bin auto/notfound-big.bin);
+    # the file mod_dir (DirectoryIndex) and mod_negotiation (MultiViews)
+    # choose, under <Files> of their own (index_files.t)
+    _symlink('../big.bin', "$gen/index/$_") for
+        qw(index.html page.html big.bin);
+    _symlink('../../big.bin', "$gen/index/neg/page.html");
     return 1;
 }
 
