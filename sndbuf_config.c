@@ -119,8 +119,25 @@ static const char *sbt_cmd_limits(cmd_parms *cmd, void *dconf,
     return NULL;
 }
 
-/** The network of a SndbufTuneNetwork line, with a suggestion when only
- *  its host bits are wrong. */
+/** "127" or "10.1/16" as the network other software reads it
+ *  (127.0.0.0/8, 10.1.0.0/16), for a suggestion. */
+static const char *sbt_full_form(apr_pool_t *p, const char *arg)
+{
+    const char *slash = strchr(arg, '/'), *c;
+    apr_size_t len = slash ? (apr_size_t)(slash - arg) : strlen(arg);
+    int parts = 1;
+
+    for (c = arg; c < arg + len; c++) {
+        parts += *c == '.';
+    }
+    return apr_psprintf(p, "%.*s%s/%s", (int)len, arg,
+                        parts == 1 ? ".0.0.0" : parts == 2 ? ".0.0" : ".0",
+                        slash ? slash + 1
+                              : apr_itoa(p, 8 * parts));
+}
+
+/** The network of a SndbufTuneNetwork line, with a suggestion when its
+ *  address is partial or its host bits are set. */
 static const char *sbt_cmd_cidr(cmd_parms *cmd, const char *arg,
                                 sbt_cidr_t *net)
 {
@@ -130,6 +147,10 @@ static const char *sbt_cmd_cidr(cmd_parms *cmd, const char *arg,
     if (why == sbt_parse_cidr_host_bits
         && sbt_format_cidr(net, text, sizeof(text))) {
         return apr_psprintf(cmd->pool, "%s: did you mean %s?", why, text);
+    }
+    if (why == sbt_parse_cidr_partial) {
+        return apr_psprintf(cmd->pool, "%s: did you mean %s?", why,
+                            sbt_full_form(cmd->pool, arg));
     }
     return why;
 }
@@ -147,7 +168,9 @@ static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
     (void)dummy;
     if ((why = sbt_cmd_cidr(cmd, cidr, &net->net)) == NULL) {
         bad = policy;
-        why = sbt_parse_setting(policy, &net->tune);
+        if ((why = sbt_parse_setting(policy, &net->tune)) != NULL) {
+            why = apr_pstrcat(cmd->pool, why, "; " SBT_POLICY_HINT, NULL);
+        }
     }
     if (!why && rate) {
         bad = rate;

@@ -69,8 +69,8 @@ static const char r_cidr_brackets[] = "write an IPv6 network without "
 static const char r_cidr_zone[] = "IPv6 zone ids (%eth0) are not allowed: "
                                   "a rule matches the address on any "
                                   "interface";
-static const char r_cidr_partial[] = "partial IPv4 address: write all four "
-                                     "parts, e.g. 10.0.0.0/8";
+const char sbt_parse_cidr_partial[] = "partial IPv4 address: write all "
+                                      "four parts";
 static const char r_cidr_bad4[] = "not an IPv4 address (four numbers from "
                                   "0 to 255, without leading zeros)";
 static const char r_cidr_bad6[] = "not an IPv6 address";
@@ -81,6 +81,9 @@ static const char r_cidr_prefix4[] = "prefix length must be a whole number "
 static const char r_cidr_prefix6[] = "prefix length must be a whole number "
                                      "from 0 to 128";
 static const char r_cidr_prefix_zero[] = "leading zero in the prefix length";
+static const char r_cidr_mapped[] = "an IPv4-mapped network needs a prefix "
+                                    "length of 96 or more (96 + the IPv4 "
+                                    "prefix)";
 const char sbt_parse_cidr_host_bits[] = "host bits are set beyond the "
                                         "prefix length";
 
@@ -382,7 +385,7 @@ static const char *sbt_parse_address(const char *arg, size_t len,
     }
     empty_part |= arg[len - 1] == '.';
     if (parts < 4 && !empty_part) {
-        return r_cidr_partial;
+        return sbt_parse_cidr_partial;
     }
     if (len >= sizeof(ip)) {
         return r_cidr_bad4;
@@ -475,9 +478,11 @@ const char *sbt_parse_cidr(const char *arg, sbt_cidr_t *out)
      * it names: the module matches an IPv4-mapped client as IPv4, so
      * the IPv4 rule is the one that can match it, and with one form per
      * network "longest prefix wins" compares like with like.  A shorter
-     * prefix always has host bits set in the ffff, and is refused. */
-    if (c.family == 6 && c.prefix >= 96
-        && !memcmp(c.addr, v4mapped, sizeof(v4mapped))) {
+     * prefix would cut into the ffff, and is refused. */
+    if (c.family == 6 && !memcmp(c.addr, v4mapped, sizeof(v4mapped))) {
+        if (c.prefix < 96) {
+            return r_cidr_mapped;
+        }
         memmove(c.addr, c.addr + 12, 4);
         memset(c.addr + 4, 0, 12);
         c.family = 4;

@@ -88,6 +88,7 @@ const char *sbt_parse_cidr(const char *arg, sbt_cidr_t *out);
 
 /** sbt_parse_cidr's reason for host bits set beyond the prefix; the
  *  caller may compare the pointer to add "did you mean <network>?". */
+extern const char sbt_parse_cidr_partial[];
 extern const char sbt_parse_cidr_host_bits[];
 
 /**

@@ -367,6 +367,12 @@ static void check_cidr_ref(const char *arg, const char *why,
         ok = !*p && p > slash + 1 && n <= prefix && !strcmp(canon, slash + 1);
         prefix = (int)n;
     }
+    /* An IPv4-mapped network shorter than /96 cuts into the ffff. */
+    if (ok && v6 && prefix < 96
+        && !memcmp(a, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12)) {
+        CHECK(why && strstr(why, "IPv4-mapped"));
+        return;
+    }
     CHECK(ok == (!why || why == sbt_parse_cidr_host_bits));
     check_reason_class(arg, why, 0);
     if (!has_space(arg)) {

@@ -46,8 +46,9 @@
                     "2001:db8::/32"
 #define C_ZONE      "IPv6 zone ids (%eth0) are not allowed: a rule matches " \
                     "the address on any interface"
-#define C_PARTIAL   "partial IPv4 address: write all four parts, e.g. " \
-                    "10.0.0.0/8"
+#define C_PARTIAL   "partial IPv4 address: write all four parts"
+#define C_MAPPED    "an IPv4-mapped network needs a prefix length of 96 or " \
+                    "more (96 + the IPv4 prefix)"
 #define C_BAD4      "not an IPv4 address (four numbers from 0 to 255, " \
                     "without leading zeros)"
 #define C_BAD6      "not an IPv6 address"
@@ -206,7 +207,7 @@ static const struct {
     {"2001:db8::1/32", C_HOST, "2001:db8::/32"},
     {"::1/0", C_HOST, "::/0"},
     {"::ffff:10.1.0.0/104", C_HOST, "10.0.0.0/8"},
-    {"::ffff:10.0.0.0/80", C_HOST, "::/80"},
+    {"::ffff:10.0.0.0/80", C_MAPPED, NULL},
 };
 
 static const struct {
