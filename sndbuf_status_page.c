@@ -66,10 +66,10 @@ static void sbt_read_slot(apr_pool_t *p, sbt_slot_t *s, int slot,
     v->name = apr_pstrdup(p, name);
     v->configured = s->seen_gen == sbt_my_gen;
     for (i = 0; i < SBT_F_COUNT; i++) {
-        v->v[i] = sbt_get(&s->c.v[i]);
+        v->v[i] = apr_atomic_read64(&s->c.v[i]);
     }
     for (i = 0; i < SBT_HIST_BUCKETS; i++) {
-        v->hist[i] = sbt_get(&s->c.hist[i]);
+        v->hist[i] = apr_atomic_read64(&s->c.hist[i]);
     }
 }
 
