@@ -2,8 +2,8 @@
 
 /*
  * sndbuf_status_page.c: the status page (SetHandler sndbuf-tune-status)
- * in HTML, ?auto (mod_status's "Key: value" style) and ?json, and a
- * summary on mod_status's own page.  The counters it reads are kept by
+ * in HTML and ?auto (mod_status's "Key: value" style), and a summary on
+ * mod_status's own page.  The counters it reads are kept by
  * sndbuf_status.c; sndbuf_status.h has their layout.
  */
 
@@ -25,17 +25,16 @@ APLOG_USE_MODULE(sndbuf_tune);
 /* Their names in each format; docs/status.md explains them. */
 static const struct {
     const char *key;            /**< ?auto, after the slot's prefix */
-    const char *json;           /**< ?json member */
     const char *title;          /**< HTML column */
 } sbt_fields[SBT_F_COUNT] = {
-    {"RequestsNone",       "requests_none",       "none"},
-    {"RequestsUnset",      "requests_unset",      "unset"},
-    {"RequestsFixed",      "requests_fixed",      "fixed"},
-    {"RequestsAuto",       "requests_auto",       "auto"},
-    {"BytesSent",          "bytes_sent",          "bytes sent"},
-    {"SndbufLimited",      "sndbuf_limited",      "send-buffer-limited"},
-    {"Clamped",            "clamped",             "clamped"},
-    {"SetsockoptFailures", "setsockopt_failures", "setsockopt failures"}
+    {"RequestsNone",       "none"},
+    {"RequestsUnset",      "unset"},
+    {"RequestsFixed",      "fixed"},
+    {"RequestsAuto",       "auto"},
+    {"BytesSent",          "bytes sent"},
+    {"SndbufLimited",      "send-buffer-limited"},
+    {"Clamped",            "clamped"},
+    {"SetsockoptFailures", "setsockopt failures"}
 };
 
 /* ---------------------------------------------------------------- */
@@ -194,148 +193,6 @@ static void sbt_page_auto(request_rec *r)
 }
 
 /* ---------------------------------------------------------------- */
-/* ?json                                                            */
-/* ---------------------------------------------------------------- */
-
-/** Length of the well-formed UTF-8 sequence at @a s, 0 if there is
- *  none (RFC 3629: no overlongs, surrogates or values past U+10FFFF). */
-static int sbt_utf8_len(const unsigned char *s)
-{
-    unsigned char lo = 0x80, hi = 0xbf;
-    int n, i;
-
-    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-        n = 2;
-    }
-    else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-        n = 3;
-        if (s[0] == 0xe0) {
-            lo = 0xa0;
-        }
-        else if (s[0] == 0xed) {
-            hi = 0x9f;
-        }
-    }
-    else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-        n = 4;
-        if (s[0] == 0xf0) {
-            lo = 0x90;
-        }
-        else if (s[0] == 0xf4) {
-            hi = 0x8f;
-        }
-    }
-    else {
-        return 0;
-    }
-    if (s[1] < lo || s[1] > hi) {
-        return 0;
-    }
-    for (i = 2; i < n; i++) {
-        if (s[i] < 0x80 || s[i] > 0xbf) {
-            return 0;
-        }
-    }
-    return n;
-}
-
-/** @a s as a JSON string: quoted, escaped, and valid UTF-8 (a byte
- *  that is not part of a well-formed sequence becomes U+FFFD). */
-static const char *sbt_json_str(apr_pool_t *p, const char *s)
-{
-    const unsigned char *c = (const unsigned char *)s;
-    char *o = apr_palloc(p, strlen(s) * 6 + 3), *w = o;
-    int n;
-
-    *w++ = '"';
-    while (*c) {
-        if (*c == '"' || *c == '\\') {
-            *w++ = '\\';
-            *w++ = (char)*c++;
-        }
-        else if (*c < 0x20) {
-            w += apr_snprintf(w, 7, "\\u%04x", (unsigned)*c++);
-        }
-        else if (*c < 0x80) {
-            *w++ = (char)*c++;
-        }
-        else if ((n = sbt_utf8_len(c)) > 0) {
-            memcpy(w, c, n);
-            w += n;
-            c += n;
-        }
-        else {
-            memcpy(w, "\\ufffd", 6);
-            w += 6;
-            c++;
-        }
-    }
-    *w++ = '"';
-    *w = '\0';
-    return o;
-}
-
-static void sbt_json_counters(request_rec *r, const sbt_view_t *v)
-{
-    int i;
-
-    for (i = 0; i < SBT_F_COUNT; i++) {
-        ap_rprintf(r, "\"%s\": %" APR_UINT64_T_FMT ", ", sbt_fields[i].json,
-                   v->v[i]);
-    }
-    ap_rprintf(r, "\"effective_sndbuf\": {\"unknown\": %" APR_UINT64_T_FMT,
-               v->hist[SBT_HIST_UNKNOWN]);
-    for (i = 0; i < SBT_HIST_SIZES; i++) {
-        ap_rprintf(r, ", \"%" APR_UINT64_T_FMT "\": %" APR_UINT64_T_FMT,
-                   sbt_bucket_min(i), v->hist[i]);
-    }
-    ap_rputs("}", r);
-}
-
-static void sbt_json_table(request_rec *r, sbt_slot_t *table)
-{
-    apr_array_header_t *views = sbt_read_table(r->pool, table);
-    const sbt_view_t *v = (const sbt_view_t *)views->elts;
-    int i;
-
-    ap_rputs("[", r);
-    for (i = 0; i < views->nelts; i++) {
-        ap_rprintf(r, "%s\n    {\"slot\": %d, \"name\": %s, "
-                   "\"configured\": %s, ", i ? "," : "", v[i].slot,
-                   sbt_json_str(r->pool, v[i].name),
-                   v[i].configured ? "true" : "false");
-        sbt_json_counters(r, &v[i]);
-        ap_rputs("}", r);
-    }
-    ap_rputs(views->nelts ? "\n  ]" : "]", r);
-}
-
-static void sbt_page_json(request_rec *r)
-{
-    const sbt_kernel_t *k = &sbt_kernel;
-    int i;
-
-    ap_rprintf(r, "{\n  \"generation\": %u,\n  \"counters_since\": %"
-               APR_TIME_T_FMT ",\n  \"slots\": %d,\n", sbt_my_gen,
-               apr_time_sec(sbt_shm->since), SBT_STATUS_SLOTS);
-    ap_rprintf(r, "  \"kernel\": {\"wmem_max\": %u, \"tcp_wmem\": "
-               "[%u, %u, %u], \"so_buf_lock\": %s, \"tcp_info\": %s},\n",
-               k->wmem_max, k->tcp_wmem[0], k->tcp_wmem[1], k->tcp_wmem[2],
-               k->has_buf_lock ? "true" : "false",
-               k->has_tcp_info ? "true" : "false");
-    ap_rputs("  \"effective_sndbuf_buckets\": [", r);
-    for (i = 0; i < SBT_HIST_SIZES; i++) {
-        ap_rprintf(r, "%s%" APR_UINT64_T_FMT, i ? ", " : "",
-                   sbt_bucket_min(i));
-    }
-    ap_rputs("],\n  \"vhosts\": ", r);
-    sbt_json_table(r, sbt_shm->vhost);
-    ap_rputs(",\n  \"networks\": ", r);
-    sbt_json_table(r, sbt_shm->rule);
-    ap_rputs("\n}\n", r);
-}
-
-/* ---------------------------------------------------------------- */
 /* HTML                                                             */
 /* ---------------------------------------------------------------- */
 
@@ -471,8 +328,8 @@ static void sbt_page_html(request_rec *r)
     sbt_html_table(r, "vhost", sbt_read_table(r->pool, sbt_shm->vhost));
     ap_rputs("<h2>SndbufTuneNetwork rules</h2>\n", r);
     sbt_html_table(r, "rule", sbt_read_table(r->pool, sbt_shm->rule));
-    ap_rputs("<p>Also as <a href=\"?auto\">?auto</a> and "
-             "<a href=\"?json\">?json</a>.</p>\n</body></html>\n", r);
+    ap_rputs("<p>Also as <a href=\"?auto\">?auto</a>.</p>\n"
+             "</body></html>\n", r);
 }
 
 /* ---------------------------------------------------------------- */
@@ -513,13 +370,7 @@ static int sbt_status_handler(request_rec *r)
                       "the error at startup", SBT_STATUS_HANDLER);
         return HTTP_SERVICE_UNAVAILABLE;
     }
-    if (sbt_has_arg(r->args, "json")) {
-        ap_set_content_type(r, "application/json");
-        if (!r->header_only) {
-            sbt_page_json(r);
-        }
-    }
-    else if (sbt_has_arg(r->args, "auto")) {
+    if (sbt_has_arg(r->args, "auto")) {
         ap_set_content_type(r, "text/plain; charset=utf-8");
         if (!r->header_only) {
             sbt_page_auto(r);
