@@ -44,12 +44,87 @@ static const struct {
 /** One slot's counters as read, for one page. */
 typedef struct {
     int slot;
+    /** Clean (sbt_clean_name): every format may show it. */
     const char *name;
     /** Named by the configuration of the process that serves the page. */
     int configured;
     apr_uint64_t v[SBT_F_COUNT];
     apr_uint64_t hist[SBT_HIST_BUCKETS];
 } sbt_view_t;
+
+/** Length of the well-formed UTF-8 sequence at @a s, 0 if there is
+ *  none (RFC 3629: no overlongs, surrogates or values past U+10FFFF). */
+static int sbt_utf8_len(const unsigned char *s)
+{
+    unsigned char lo = 0x80, hi = 0xbf;
+    int n, i;
+
+    if (s[0] < 0x80) {
+        return 1;
+    }
+    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+        n = 2;
+    }
+    else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+        n = 3;
+        if (s[0] == 0xe0) {
+            lo = 0xa0;
+        }
+        else if (s[0] == 0xed) {
+            hi = 0x9f;
+        }
+    }
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+        n = 4;
+        if (s[0] == 0xf0) {
+            lo = 0x90;
+        }
+        else if (s[0] == 0xf4) {
+            hi = 0x8f;
+        }
+    }
+    else {
+        return 0;
+    }
+    if (s[1] < lo || s[1] > hi) {
+        return 0;
+    }
+    for (i = 2; i < n; i++) {
+        if (s[i] < 0x80 || s[i] > 0xbf) {
+            return 0;
+        }
+    }
+    return n;
+}
+
+/** @a s as one line of UTF-8 text.  Names come from configuration files
+ *  (ServerName, an Include's file name) and may hold any byte, but every
+ *  format says it is UTF-8 and none may break a line: a byte that is
+ *  not part of well-formed UTF-8, and a control character (C0, DEL and
+ *  C1), become U+FFFD.  Each format still escapes its own specials. */
+static const char *sbt_clean_name(apr_pool_t *p, const char *s)
+{
+    const unsigned char *c = (const unsigned char *)s;
+    char *o = apr_palloc(p, strlen(s) * 3 + 1), *w = o;
+
+    while (*c) {
+        int n = sbt_utf8_len(c);
+
+        /* 0xc2 0x80..0x9f: the C1 controls, U+0080..U+009F. */
+        if (n == 0 || *c < 0x20 || *c == 0x7f
+            || (*c == 0xc2 && c[1] < 0xa0)) {
+            memcpy(w, "\xef\xbf\xbd", 3);
+            w += 3;
+        }
+        else {
+            memcpy(w, c, n);
+            w += n;
+        }
+        c += n ? n : 1;
+    }
+    *w = '\0';
+    return o;
+}
 
 static void sbt_read_slot(apr_pool_t *p, sbt_slot_t *s, int slot,
                           sbt_view_t *v)
@@ -62,7 +137,7 @@ static void sbt_read_slot(apr_pool_t *p, sbt_slot_t *s, int slot,
      * most the buffer, whose last byte is never written. */
     apr_cpystrn(name, slot == SBT_STATUS_OTHER ? SBT_STATUS_OTHER_NAME
                                                : s->name, sizeof(name));
-    v->name = apr_pstrdup(p, name);
+    v->name = sbt_clean_name(p, name);
     v->configured = s->seen_gen == sbt_my_gen;
     for (i = 0; i < SBT_F_COUNT; i++) {
         v->v[i] = apr_atomic_read64(&s->c.v[i]);
@@ -122,19 +197,6 @@ static void sbt_read_totals(apr_pool_t *p, sbt_view_t *total)
 /* ?auto: mod_status's "Key: value" lines                           */
 /* ---------------------------------------------------------------- */
 
-/** A name on one line: control characters become '?'. */
-static const char *sbt_one_line(apr_pool_t *p, const char *s)
-{
-    char *o = apr_pstrdup(p, s), *c;
-
-    for (c = o; *c; c++) {
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) {
-            *c = '?';
-        }
-    }
-    return o;
-}
-
 static void sbt_auto_kernel(request_rec *r, const char *prefix)
 {
     const sbt_kernel_t *k = &sbt_kernel;
@@ -174,8 +236,7 @@ static void sbt_auto_table(request_rec *r, const char *what,
         const char *prefix = apr_psprintf(r->pool, "SndbufTune%s[%d]", what,
                                           v[i].slot);
 
-        ap_rprintf(r, "%sName: %s\n", prefix,
-                   sbt_one_line(r->pool, v[i].name));
+        ap_rprintf(r, "%sName: %s\n", prefix, v[i].name);
         ap_rprintf(r, "%sConfigured: %d\n", prefix, v[i].configured);
         sbt_auto_counters(r, prefix, &v[i]);
     }
@@ -315,7 +376,9 @@ static void sbt_page_html(request_rec *r)
              "<title>mod_sndbuf_tune status</title>\n"
              "<style>td { text-align: right } td.n { text-align: left }"
              "</style>\n</head><body>\n<h1>mod_sndbuf_tune status for ", r);
-    ap_rputs(ap_escape_html(r->pool, ap_get_server_name(r)), r);
+    ap_rputs(ap_escape_html(r->pool, sbt_clean_name(r->pool,
+                                                    ap_get_server_name(r))),
+             r);
     ap_rprintf(r, "</h1>\n<p>Counters since %s (the last start or full "
                "restart; graceful restarts keep them). Configuration "
                "generation %u. %d slots per table; what finds none is "

@@ -44,7 +44,19 @@ my @FIELDS = (
 );
 
 # Filler vhosts: with the test's own, more names than the 256 slots.
-my $FILLERS = 250;
+my $FILLERS = 249;
+
+# A ServerName and the rule file's name hold these bytes, which every
+# format must make safe, each with the text it must show: quotes, a
+# backslash and HTML's specials (as they are: each format escapes them
+# its own way), valid UTF-8 (kept), a byte that is not UTF-8, and control
+# characters, C0, DEL and C1 (each U+FFFD).
+my @ODD = (['"q\\<&>' => '"q\\<&>'], ["\xc3\xa9" => "\x{e9}"],
+           ["\xff" => "\x{fffd}"], ["\x01" => "\x{fffd}"],
+           ["\x1b" => "\x{fffd}"], ["\x7f" => "\x{fffd}"],
+           ["\xc2\x9b" => "\x{fffd}"]);
+my $ODD_BYTES = join '', map { $_->[0] } @ODD;
+my $ODD_TEXT = join '', map { $_->[1] } @ODD;
 
 # The MPMs' tuning: several processes, and processes that exit and are
 # replaced during the load (MaxConnectionsPerChild).
@@ -184,9 +196,9 @@ sub vhost {
         "ServerName $name", @lines, "</VirtualHost>\n";
 }
 
-# The body of generation 1: the status pages, the test vhosts, then
-# FILLERS fillers. Generation 2 (graceful): the test vhosts reversed, a new
-# one, the first ten fillers gone.
+# The body of generation 1: the status pages, the test vhosts, one with an
+# odd name, then FILLERS fillers. Generation 2 (graceful): the test vhosts
+# reversed, a new one, the first ten fillers gone.
 sub body {
     my $gen = shift;
     my @tests = map {
@@ -194,6 +206,7 @@ sub body {
         $line = "Include $RULES" if $name eq 'net.test';
         vhost($name, $line ? ($line) : ());
     } @TEST_VHOSTS;
+    push @tests, vhost("odd$ODD_BYTES.test");
     @tests = reverse @tests if $gen > 1;
     push @tests, vhost('new.test', 'SndbufTune 32k') if $gen > 1;
     my @fill = map { vhost(sprintf 'fill-%03d.test', $_) }
@@ -227,7 +240,8 @@ EOF
 # The page's ?auto as a structure: {generation, slots, kernel => {wmem_max,
 # tcp_wmem => [3]}, vhosts => [...], networks => [...]}, a slot as {slot,
 # name, configured, requests_none, ..., effective_sndbuf => {unknown => n,
-# <bucket> => n}}, in slot order. undef unless every line is Key: value.
+# <bucket> => n}}, in slot order; names as text (bytes if they are not
+# clean UTF-8). undef unless every line is Key: value.
 sub status_auto {
     my ($st, undef, $body) = http_get('status.test', '/sbt-status?auto');
     return undef unless $st == 200;
@@ -243,7 +257,7 @@ sub status_auto {
         my ($t, $n, $k) = $key =~ /^SndbufTune(Vhost|Network)\[(\d+)\](\w+)$/
             or next;
         my $v = $slot{$t}{$n} //= { slot => $n };
-        if ($k eq 'Name') { $v->{name} = $kv->{$key} }
+        if ($k eq 'Name') { $v->{name} = utf8_text($kv->{$key}) // $kv->{$key} }
         elsif ($k eq 'Configured') { $v->{configured} = $kv->{$key} }
         elsif ($k =~ /^Effective(\w+)$/) {
             $v->{effective_sndbuf}{ $1 eq 'Unknown' ? 'unknown' : $1 } = $kv->{$key};
@@ -374,18 +388,13 @@ sub check_counts {
     }
 }
 
-# The rule file's name has characters every format must escape: a quote,
-# a backslash, '<' and '>', valid UTF-8 and a byte that is not.
-my $RULES_BASE = "rules\"q\\<\xc3\xa9\xff>.conf";
-
-# The rule's name as the module builds it, as bytes.
-sub rule_bytes {
+# The rule's name as every format shows it (text): its file's name has
+# the odd bytes.
+sub rule_name {
     my $line = shift;
     my $net = $line == 1 ? '127.0.0.0/8' : '10.0.0.0/8';
-    return "SndbufTuneNetwork $net at $RULES:$line";
+    return "SndbufTuneNetwork $net at " . $SRV->dir . "/rules$ODD_TEXT.conf:$line";
 }
-
-sub rule_name { return rule_bytes(shift) }
 
 sub parse_auto {
     my $text = shift;
@@ -401,6 +410,41 @@ sub parse_auto {
     return (\%h, \@bad);
 }
 
+# $bytes as text if they are well-formed UTF-8 without a control character
+# other than a newline, else undef.
+sub utf8_text {
+    my $bytes = shift;
+    my $t = eval { Encode::decode('UTF-8', $bytes, Encode::FB_CROAK) };
+    return defined $t && $t !~ /[\x00-\x09\x0b-\x1f\x7f-\x9f]/ ? $t : undef;
+}
+
+sub html_escape {
+    return shift =~ s/&/&amp;/gr =~ s/</&lt;/gr =~ s/>/&gt;/gr =~ s/"/&quot;/gr;
+}
+
+# The odd names in every format: clean UTF-8, each format's escaping.
+sub check_names {
+    my ($mpm, $auto, $html) = @_;
+    my ($kv) = parse_auto(utf8_text($auto) // '');
+    my %names = map { ($_ => 1) } @$kv{ grep { /Name$/ } keys %$kv };
+    for (["odd$ODD_TEXT.test:$PORT", 'vhost'], [rule_name(1), 'rule']) {
+        my ($name, $what) = @$_;
+        check($names{$name}, "$mpm: ?auto: the ${what}'s odd name, made clean",
+              "names: " . join ', ', map { Encode::encode('UTF-8', $_) }
+              grep { /odd|rules/ } sort keys %names);
+        my $t = utf8_text($html) // '';
+        check(index($t, html_escape($name)) >= 0 && index($t, $name) < 0,
+              "$mpm: HTML: the ${what}'s odd name, clean and escaped",
+              "want " . Encode::encode('UTF-8', html_escape($name)));
+    }
+    check(defined utf8_text($auto), "$mpm: ?auto is UTF-8, no control bytes");
+    check(defined utf8_text($html), "$mpm: HTML is UTF-8, no control bytes");
+    my (undef, undef, $shtml) = http_get('status.test', '/server-status');
+    my $at = index $shtml, '<h2>mod_sndbuf_tune</h2>';
+    check($at >= 0 && defined utf8_text(substr $shtml, $at),
+          "$mpm: mod_status HTML: our section is UTF-8, no control bytes");
+}
+
 # ---------------------------------------------------------------------------
 
 # The whole suite under one MPM (event, worker or prefork).
@@ -412,7 +456,7 @@ sub run_mpm {
         name => "status-$mpm", mpm => $mpm, mpm_conf => $MPM_CONF{$mpm},
         modules => [qw(authz_host status)], log_level => 'info');
     $PORT = $SRV->port;
-    $RULES = $SRV->dir . "/$RULES_BASE";
+    $RULES = $SRV->dir . "/rules$ODD_BYTES.conf";
     Test::More::diag("$mpm MPM: ServerRoot " . $SRV->dir . ", port $PORT");
     $SRV->add_file("/$_.bin", 'x' x $FILE{$_}) for keys %FILE;
     open my $rf, '>', $RULES or die "$RULES: $!";
@@ -546,8 +590,7 @@ sub load_gen1 {
     check(($hh->{'content-type'} // '') =~ m{^text/html},
           "$mpm: HTML is text/html");
     check(index($html, "fixed.test:$PORT") >= 0, "$mpm: HTML names the vhosts");
-    check(index($html, 'rules&quot;q\\&lt;') >= 0 && index($html, 'q\\<') < 0,
-          "$mpm: HTML escapes the rule's name");
+    check_names($mpm, $abody, $html);
 
     my $s = check_mod_status_auto("$mpm after load 1");
     is_num($s->{SndbufTuneTotalRequestsFixed}, 3 * $N,
