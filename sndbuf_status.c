@@ -62,25 +62,15 @@ apr_uint32_t sbt_my_gen;
 /** The histogram bucket of an effective size (-1: unknown). */
 static int sbt_bucket(int effective)
 {
-    int shift;
+    int shift = SBT_HIST_FIRST_SHIFT;
 
     if (effective < 0) {
         return SBT_HIST_UNKNOWN;
     }
-    if (effective < (1 << SBT_HIST_FIRST_SHIFT)) {
-        return 0;
+    while (shift <= SBT_HIST_LAST_SHIFT && effective > (1 << shift)) {
+        shift++;
     }
-    for (shift = SBT_HIST_FIRST_SHIFT;
-         shift < SBT_HIST_LAST_SHIFT && effective >= (1 << (shift + 1));
-         shift++)
-        ;
-    return shift - SBT_HIST_FIRST_SHIFT + 1;
-}
-
-/** The smallest size bucket @a i counts. */
-apr_uint64_t sbt_bucket_min(int i)
-{
-    return i == 0 ? 0 : (apr_uint64_t)1 << (SBT_HIST_FIRST_SHIFT + i - 1);
+    return shift - SBT_HIST_FIRST_SHIFT;
 }
 
 static void sbt_count(sbt_slot_t *table, int slot, const sbt_outcome_t *o)
@@ -105,6 +95,9 @@ static void sbt_count(sbt_slot_t *table, int slot, const sbt_outcome_t *o)
         apr_atomic_add64(&c->v[SBT_F_FAILURES], (apr_uint64_t)o->failures);
     }
     apr_atomic_add64(&c->hist[sbt_bucket(o->effective)], 1);
+    if (o->effective >= 0) {
+        apr_atomic_add64(&c->hist_sum, (apr_uint64_t)o->effective);
+    }
 }
 
 void sbt_status_record(const sbt_outcome_t *o)

@@ -4,7 +4,7 @@
  * @file  sndbuf_status.h
  * @brief The status counters' shared-memory layout, for the two files
  *        that use it: sndbuf_status.c (counting, the segment, the slot
- *        map) and sndbuf_status_page.c (the page in its three formats).
+ *        map) and sndbuf_status_page.c (the page in its formats).
  */
 
 #ifndef SNDBUF_STATUS_H
@@ -16,6 +16,7 @@
 #include "sndbuf_tune.h"
 
 #define SBT_STATUS_HANDLER      "sndbuf-tune-status"
+#define SBT_METRICS_HANDLER     "sndbuf-tune-metrics"
 
 /* Named slots per table; slot SBT_STATUS_OTHER counts the rest. */
 #define SBT_STATUS_SLOTS        256
@@ -29,10 +30,12 @@
 
 /* Histogram of the effective send buffer (getsockopt SO_SNDBUF, what
  * the kernel really holds: twice the setsockopt argument on Linux).
- * Bucket 0 is below 4k; bucket i >= 1 counts sizes from 2^(11+i) to
- * twice that, and the last, from 1g, has no upper bound.  One more
- * bucket counts responses whose buffer was unknown (no policy applied,
- * or no socket to ask). */
+ * Bucket i counts sizes up to and including 2^(12+i), above the bound
+ * of bucket i-1: bucket 0 from 0 to 4k, the last one above 1g, with no
+ * bound.  So a bucket is Prometheus' le="2^(12+i)", and the exact
+ * powers of two a fixed size gives are its bound.  One more bucket
+ * counts responses whose buffer was unknown (no policy applied, or no
+ * socket to ask). */
 #define SBT_HIST_FIRST_SHIFT    12
 #define SBT_HIST_LAST_SHIFT     30
 #define SBT_HIST_SIZES          (SBT_HIST_LAST_SHIFT - SBT_HIST_FIRST_SHIFT + 2)
@@ -40,7 +43,7 @@
 #define SBT_HIST_BUCKETS        (SBT_HIST_SIZES + 1)
 
 #define SBT_SHM_MAGIC           0x53425453u     /* "SBTS" */
-#define SBT_SHM_VERSION         1u
+#define SBT_SHM_VERSION         2u
 
 /* ap_retained_data key: the segment outlives the module, which every
  * restart unloads. */
@@ -69,6 +72,8 @@ enum {
 typedef struct {
     apr_uint64_t v[SBT_F_COUNT];
     apr_uint64_t hist[SBT_HIST_BUCKETS];
+    /** The sizes the histogram counts, added up (Prometheus' _sum). */
+    apr_uint64_t hist_sum;
 } sbt_counters_t;
 
 typedef struct {
@@ -98,9 +103,6 @@ typedef struct {
 extern sbt_shm_t *sbt_shm;
 /** The generation this process was configured in. */
 extern apr_uint32_t sbt_my_gen;
-
-/** The smallest size histogram bucket @a i counts. */
-apr_uint64_t sbt_bucket_min(int i);
 
 /** The handler and mod_status's section (sndbuf_status_page.c). */
 void sbt_status_page_register_hooks(void);

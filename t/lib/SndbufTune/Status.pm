@@ -28,7 +28,7 @@ use POSIX ();
 use Test::More ();
 
 use SndbufTune::Server ();
-use SndbufTune::Util qw(poll_until);
+use SndbufTune::Util qw(poll_until capture);
 
 # Load: every client process makes ROUNDS x 2 requests to each test vhost.
 my $PROCS = $ENV{SBT_STATUS_PROCS} || 6;
@@ -224,6 +224,10 @@ sub body {
         SetHandler sndbuf-tune-status
         Require ip 192.0.2.1
     </Location>
+    <Location /sbt-metrics>
+        SetHandler sndbuf-tune-metrics
+        Require ip 127.0.0.1
+    </Location>
     <Location /sbt-denied>
         SetHandler sndbuf-tune-status
         Require all denied
@@ -239,8 +243,8 @@ EOF
 
 # The page's ?auto as a structure: {generation, slots, kernel => {wmem_max,
 # tcp_wmem => [3]}, vhosts => [...], networks => [...]}, a slot as {slot,
-# name, configured, requests_none, ..., effective_sndbuf => {unknown => n,
-# <bucket> => n}}, in slot order; names as text (bytes if they are not
+# name, configured, requests_none, ..., effective_sndbuf => {<bound> => n,
+# above => n, unknown => n}, effective_sum}, in slot order; names as text (bytes if they are not
 # clean UTF-8). undef unless every line is Key: value.
 sub status_auto {
     my ($st, undef, $body) = http_get('status.test', '/sbt-status?auto');
@@ -249,8 +253,11 @@ sub status_auto {
     return undef if @$bad;
     my %field = map { ($_->[0] => $_->[1]) } @FIELDS;
     my %j = (generation => $kv->{SndbufTuneGeneration},
+             since => $kv->{SndbufTuneCountersSince},
              slots => $kv->{SndbufTuneSlots},
              kernel => { wmem_max => $kv->{SndbufTuneKernelWmemMax},
+                         so_buf_lock => $kv->{SndbufTuneKernelSoBufLock},
+                         tcp_info => $kv->{SndbufTuneKernelTcpInfo},
                          tcp_wmem => [split ' ', $kv->{SndbufTuneKernelTcpWmem} // ''] });
     my %slot;
     for my $key (keys %$kv) {
@@ -259,8 +266,12 @@ sub status_auto {
         my $v = $slot{$t}{$n} //= { slot => $n };
         if ($k eq 'Name') { $v->{name} = utf8_text($kv->{$key}) // $kv->{$key} }
         elsif ($k eq 'Configured') { $v->{configured} = $kv->{$key} }
-        elsif ($k =~ /^Effective(\w+)$/) {
-            $v->{effective_sndbuf}{ $1 eq 'Unknown' ? 'unknown' : $1 } = $kv->{$key};
+        elsif ($k eq 'EffectiveSum') { $v->{effective_sum} = $kv->{$key} }
+        elsif ($k =~ /^Effective(Unknown|Above\d+|\d+)$/) {
+            # by its bound; 'above' and 'unknown' for the last two
+            my $b = $1;
+            $b = lc($b =~ s/\d+//r) unless $b =~ /^\d/;
+            $v->{effective_sndbuf}{$b} = $kv->{$key};
         }
         elsif ($field{$k}) { $v->{ $field{$k} } = $kv->{$key} }
     }
@@ -352,6 +363,8 @@ sub check_counts {
             if ($k->{wmem_max} >= $size) {
                 is_num($v->{effective_sndbuf}{2 * $size}, $n,
                        "$label: $name effective buffer 2 x $size");
+                is_num($v->{effective_sum}, $n * 2 * $size,
+                       "$label: $name effective buffers add up");
             }
             is_num($v->{clamped}, 0, "$label: $name clamped");
         }
@@ -364,9 +377,10 @@ sub check_counts {
             is_num($v->{clamped}, $clamps ? $n : 0,
                    "$label: clamp.test clamped to wmem_max $k->{wmem_max}");
             if ($clamps && $k->{wmem_max} >= 4096) {
-                # The bucket of 2 x wmem_max: the power of two below it.
+                # The bucket of 2 x wmem_max: the power of two at or
+                # above it.
                 my $b = 4096;
-                $b *= 2 while $b * 2 <= 2 * $k->{wmem_max} && $b < 1 << 30;
+                $b *= 2 while $b < 2 * $k->{wmem_max} && $b < 1 << 30;
                 is_num($v->{effective_sndbuf}{$b}, $n,
                        "$label: clamp.test effective buffer in bucket $b");
             }
@@ -410,6 +424,105 @@ sub parse_auto {
     return (\%h, \@bad);
 }
 
+# Prometheus' text format: ({"name\0label=value\0..." => value}, [lines
+# it does not allow]), label values unescaped, labels sorted by name.
+sub parse_prom {
+    my $text = utf8_text(shift) // return ({}, ['not UTF-8']);
+    my (%m, @bad);
+    for my $line (split /\n/, $text) {
+        next if $line =~ /^# (HELP|TYPE) \w+ ./;
+        my ($name, $labels, $value) =
+            $line =~ /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/
+            or do { push @bad, $line; next };
+        my %l;
+        while (($labels // '') =~ /\G([a-zA-Z_]\w*)="((?:[^"\\]|\\[\\"n])*)"(,|$)/gc) {
+            my ($k, $v) = ($1, $2);
+            $l{$k} = $v =~ s/\\(.)/$1 eq 'n' ? "\n" : $1/gre;
+        }
+        push @bad, $line if defined $labels && (pos($labels) // 0) < length $labels;
+        $m{ prom_key($name, %l) } = $value;
+    }
+    return (\%m, \@bad);
+}
+
+sub prom_key {
+    my ($name, %l) = @_;
+    return join "\0", $name, map { "$_=$l{$_}" } sort keys %l;
+}
+
+# The metrics say what ?auto ($j, read just before) says, for every slot
+# but the status pages' own (which counts these pages); promtool accepts
+# them.
+sub check_prom {
+    my ($label, $text, $j) = @_;
+    my ($m, $bad) = parse_prom($text);
+    check(!@$bad, "$label: metrics parse", map { "bad line: $_" }
+          @$bad[0 .. ($#$bad > 4 ? 4 : $#$bad)]);
+    my ($rc, $out) = (127, '');
+    if (open my $fh, '>', $SRV->dir . '/metrics.txt') {
+        print $fh $text;
+        close $fh;
+        ($rc, $out) = capture('bash', '-c', 'promtool check metrics <"$1" 2>&1',
+                              'promtool', $SRV->dir . '/metrics.txt');
+    }
+    if ($rc == 127 && !$ENV{CI}) {
+        Test::More::diag("no promtool (apt-get install prometheus): not run");
+    }
+    else {
+        check($rc == 0, "$label: promtool check metrics", $out);
+    }
+    my (@why, %seen);
+    my $want = sub {
+        my ($value, $name, %l) = @_;
+        my $key = prom_key("sndbuf_tune_$name", %l);
+        $seen{$key} = 1;
+        my $got = $m->{$key};
+        push @why, "$key: " . ($got // 'none') . ", ?auto: $value"
+            unless defined $got && $got eq $value;
+    };
+    $want->($j->{generation}, 'config_generation');
+    $want->($j->{since}, 'counters_reset_timestamp_seconds');
+    $want->($j->{kernel}{wmem_max}, 'kernel_wmem_max_bytes');
+    $want->($j->{kernel}{$_}, "kernel_$_") for qw(so_buf_lock tcp_info);
+    my @w = @{ $j->{kernel}{tcp_wmem} };
+    $want->($w[$_], 'kernel_tcp_wmem_bytes', bound => (qw(min default max))[$_])
+        for 0 .. 2;
+    for ([vhost => 'vhosts'], [rule => 'networks']) {
+        my ($what, $list) = @$_;
+        for my $v (@{ $j->{$list} }) {
+            next if $v->{name} eq "status.test:$PORT";
+            my @l = ($what => $v->{name});
+            $want->($v->{"requests_$_"}, "${what}_requests_total", @l,
+                    policy => $_) for qw(none unset fixed auto);
+            $want->($v->{bytes_sent}, "${what}_sent_bytes_total", @l);
+            $want->($v->{sndbuf_limited},
+                    "${what}_sndbuf_limited_responses_total", @l);
+            $want->($v->{clamped}, "${what}_clamped_responses_total", @l);
+            $want->($v->{setsockopt_failures},
+                    "${what}_socket_call_failures_total", @l);
+            my $e = $v->{effective_sndbuf};
+            my $count = 0;
+            for my $b (sort { $a <=> $b } grep { /^\d+$/ } keys %$e) {
+                $count += $e->{$b};
+                $want->($count, "${what}_effective_sndbuf_bytes_bucket", @l,
+                        le => $b);
+            }
+            $count += $e->{above};
+            $want->($count, "${what}_effective_sndbuf_bytes_bucket", @l,
+                    le => '+Inf');
+            $want->($count, "${what}_effective_sndbuf_bytes_count", @l);
+            $want->($v->{effective_sum}, "${what}_effective_sndbuf_bytes_sum", @l);
+            $want->($e->{unknown}, "${what}_effective_sndbuf_unknown_total", @l);
+        }
+    }
+    my @extra = grep { !$seen{$_} && !/\Q=status.test:$PORT\E(\0|$)/ } keys %$m;
+    check(!@why && !@extra && keys %seen > 1000,
+          "$label: metrics say what ?auto says, for every slot",
+          @why[0 .. ($#why > 9 ? 9 : $#why)],
+          map { "not in ?auto: " . Encode::encode('UTF-8', s/\0/ /gr) }
+          @extra[0 .. ($#extra > 4 ? 4 : $#extra)]);
+}
+
 # $bytes as text if they are well-formed UTF-8 without a control character
 # other than a newline, else undef.
 sub utf8_text {
@@ -424,7 +537,7 @@ sub html_escape {
 
 # The odd names in every format: clean UTF-8, each format's escaping.
 sub check_names {
-    my ($mpm, $auto, $html) = @_;
+    my ($mpm, $auto, $html, $metrics) = @_;
     my ($kv) = parse_auto(utf8_text($auto) // '');
     my %names = map { ($_ => 1) } @$kv{ grep { /Name$/ } keys %$kv };
     for (["odd$ODD_TEXT.test:$PORT", 'vhost'], [rule_name(1), 'rule']) {
@@ -436,9 +549,15 @@ sub check_names {
         check(index($t, html_escape($name)) >= 0 && index($t, $name) < 0,
               "$mpm: HTML: the ${what}'s odd name, clean and escaped",
               "want " . Encode::encode('UTF-8', html_escape($name)));
+        my $l = $what . '="' . ($name =~ s/([\\"])/\\$1/gr) . '"';
+        check(index(utf8_text($metrics) // '', "{$l") >= 0,
+              "$mpm: metrics: the ${what}'s odd name, clean and escaped",
+              "want " . Encode::encode('UTF-8', $l));
     }
     check(defined utf8_text($auto), "$mpm: ?auto is UTF-8, no control bytes");
     check(defined utf8_text($html), "$mpm: HTML is UTF-8, no control bytes");
+    check(defined utf8_text($metrics),
+          "$mpm: metrics are UTF-8, no control bytes");
     my (undef, undef, $shtml) = http_get('status.test', '/server-status');
     my $at = index $shtml, '<h2>mod_sndbuf_tune</h2>';
     check($at >= 0 && defined utf8_text(substr $shtml, $at),
@@ -590,7 +709,12 @@ sub load_gen1 {
     check(($hh->{'content-type'} // '') =~ m{^text/html},
           "$mpm: HTML is text/html");
     check(index($html, "fixed.test:$PORT") >= 0, "$mpm: HTML names the vhosts");
-    check_names($mpm, $abody, $html);
+    my ($mst, $mh, $metrics) = http_get('status.test', '/sbt-metrics');
+    check($mst == 200 && ($mh->{'content-type'} // '') eq
+          'text/plain; version=0.0.4; charset=utf-8',
+          "$mpm: metrics answer, in Prometheus' text format 0.0.4");
+    check_prom("$mpm gen 1", $metrics, $j);
+    check_names($mpm, $abody, $html, $metrics);
 
     my $s = check_mod_status_auto("$mpm after load 1");
     is_num($s->{SndbufTuneTotalRequestsFixed}, 3 * $N,
@@ -647,6 +771,8 @@ sub graceful_gen2 {
     $j = status_auto();
     check($j, "$mpm: ?auto parses after load 2");
     check_counts($j, "$mpm gen 2 after load", 2 * $N, new => $N) if $j;
+    my (undef, undef, $metrics) = http_get('status.test', '/sbt-metrics');
+    check_prom("$mpm gen 2", $metrics, $j) if $j;
     return 1;
 }
 
