@@ -9,9 +9,10 @@
  * Memory.  One shared memory segment per parent process, created the
  * first time the configuration is loaded, in the process pool, which
  * outlives every restart; ap_retained_data keeps its address for the
- * next generation, and the children inherit its mapping when they fork.  So the counters survive a graceful restart.  A full
- * restart (or a start) zeroes them in pre_mpm, which the Unix MPMs run
- * only when they build a fresh scoreboard, i.e. exactly when
+ * next generation, and the children inherit its mapping when they
+ * fork.  So the counters survive a graceful restart.  A full restart
+ * (or a start) zeroes them in pre_mpm, which the Unix MPMs run only
+ * when they build a fresh scoreboard, i.e. exactly when
  * mod_status's own counters start over.
  *
  * Slots.  The segment holds two tables of fixed size, one for vhosts and

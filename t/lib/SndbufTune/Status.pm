@@ -1,16 +1,21 @@
 package SndbufTune::Status;
 # The status page suite (t/status/*.t, one file per MPM): the status page
-# (SetHandler sndbuf-tune-status) and its shared-memory counters, against
-# a real apache2 (SndbufTune::Server) under one MPM:
+# (SetHandler sndbuf-tune-status), the metrics (sndbuf-tune-metrics) and
+# their shared-memory counters, against a real apache2
+# (SndbufTune::Server) under one MPM:
 #
 #   use SndbufTune::Status;
 #   SndbufTune::Status::run_mpm('event');
 #   done_testing;
 #
+# and t/status/prometheus.t, run_prometheus(): a real Prometheus scrapes
+# an apache2 (see there).
+#
 # One server goes through the whole life of the counters: access control
 # and formats; a load from several client processes spread over several
 # server processes, then the counters per vhost, policy and rule, the
-# histogram, HTML escaping and mod_status's section and ?auto;
+# histogram, every format (?auto, HTML, metrics checked by promtool) with
+# names that need escaping, mod_status's section and ?auto;
 # `apache2 -k graceful` into a configuration with the vhosts reordered,
 # some gone and one new (counters survive); `apache2 -k restart`
 # (counters start over); stop, with no process left.
@@ -23,7 +28,9 @@ use strict;
 use warnings;
 
 use Encode ();
+use HTTP::Tiny ();
 use IO::Socket::INET;
+use JSON::PP ();
 use POSIX ();
 use Test::More ();
 
@@ -241,11 +248,12 @@ sub body {
 EOF
 }
 
-# The page's ?auto as a structure: {generation, slots, kernel => {wmem_max,
-# tcp_wmem => [3]}, vhosts => [...], networks => [...]}, a slot as {slot,
-# name, configured, requests_none, ..., effective_sndbuf => {<bound> => n,
-# above => n, unknown => n}, effective_sum}, in slot order; names as text (bytes if they are not
-# clean UTF-8). undef unless every line is Key: value.
+# The page's ?auto as a structure: {generation, since, slots, kernel =>
+# {wmem_max, tcp_wmem => [3], ...}, vhosts => [...], networks => [...]}, a
+# slot as {slot, name, configured, requests_none, ..., effective_sndbuf =>
+# {<bound> => n, above => n, unknown => n}, effective_sum}, in slot order;
+# names as text (bytes if they are not clean UTF-8). undef unless every
+# line is Key: value.
 sub status_auto {
     my ($st, undef, $body) = http_get('status.test', '/sbt-status?auto');
     return undef unless $st == 200;
@@ -258,7 +266,8 @@ sub status_auto {
              kernel => { wmem_max => $kv->{SndbufTuneKernelWmemMax},
                          so_buf_lock => $kv->{SndbufTuneKernelSoBufLock},
                          tcp_info => $kv->{SndbufTuneKernelTcpInfo},
-                         tcp_wmem => [split ' ', $kv->{SndbufTuneKernelTcpWmem} // ''] });
+                         tcp_wmem => [split ' ',
+                                      $kv->{SndbufTuneKernelTcpWmem} // ''] });
     my %slot;
     for my $key (keys %$kv) {
         my ($t, $n, $k) = $key =~ /^SndbufTune(Vhost|Network)\[(\d+)\](\w+)$/
@@ -407,7 +416,8 @@ sub check_counts {
 sub rule_name {
     my $line = shift;
     my $net = $line == 1 ? '127.0.0.0/8' : '10.0.0.0/8';
-    return "SndbufTuneNetwork $net at " . $SRV->dir . "/rules$ODD_TEXT.conf:$line";
+    return "SndbufTuneNetwork $net at " . $SRV->dir
+        . "/rules$ODD_TEXT.conf:$line";
 }
 
 sub parse_auto {
@@ -435,11 +445,13 @@ sub parse_prom {
             $line =~ /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/
             or do { push @bad, $line; next };
         my %l;
-        while (($labels // '') =~ /\G([a-zA-Z_]\w*)="((?:[^"\\]|\\[\\"n])*)"(,|$)/gc) {
+        while (($labels // '')
+               =~ /\G([a-zA-Z_]\w*)="((?:[^"\\]|\\[\\"n])*)"(,|$)/gc) {
             my ($k, $v) = ($1, $2);
             $l{$k} = $v =~ s/\\(.)/$1 eq 'n' ? "\n" : $1/gre;
         }
-        push @bad, $line if defined $labels && (pos($labels) // 0) < length $labels;
+        push @bad, $line
+            if defined $labels && (pos($labels) // 0) < length $labels;
         $m{ prom_key($name, %l) } = $value;
     }
     return (\%m, \@bad);
@@ -511,8 +523,10 @@ sub check_prom {
             $want->($count, "${what}_effective_sndbuf_bytes_bucket", @l,
                     le => '+Inf');
             $want->($count, "${what}_effective_sndbuf_bytes_count", @l);
-            $want->($v->{effective_sum}, "${what}_effective_sndbuf_bytes_sum", @l);
-            $want->($e->{unknown}, "${what}_effective_sndbuf_unknown_total", @l);
+            $want->($v->{effective_sum},
+                    "${what}_effective_sndbuf_bytes_sum", @l);
+            $want->($e->{unknown},
+                    "${what}_effective_sndbuf_unknown_total", @l);
         }
     }
     my @extra = grep { !$seen{$_} && !/\Q=status.test:$PORT\E(\0|$)/ } keys %$m;
@@ -597,6 +611,201 @@ sub run_mpm {
         unless Test::More->builder->is_passing;
 }
 
+# ---------------------------------------------------------------------------
+# A real Prometheus (t/status/prometheus.t): it scrapes a test apache2's
+# sndbuf-tune-metrics every second; its HTTP API must then give, for rate()
+# per policy and histogram_quantile over the effective sizes, the values
+# the test's requests imply. The server is the prometheus binary run as
+# this process's child, with a configuration, a TSDB and a web port of its
+# own on 127.0.0.1, in the server's temporary directory: never the
+# system's service (Debian's package starts one on 0.0.0.0:9090 where
+# services start on install), which the test neither needs nor touches.
+
+# The requests: vhost => [its SndbufTune line, requests]. 32k and 64k give
+# buffers of 65536 and 131072 (Linux doubles), within Linux's default
+# wmem_max (212992).
+my %PROM_LOAD = ('small.test' => ['SndbufTune 32k', 30],
+                 'large.test' => ['SndbufTune 64k', 10],
+                 'unset.test' => ['SndbufTune unset', 20],
+                 'none.test' => ['', 5]);
+
+my %PROM_PIDS;      # Prometheus servers running, stopped at exit
+END {
+    local ($?, $!);
+    prom_stop($_) for keys %PROM_PIDS;
+}
+
+sub prom_stop {
+    my $pid = shift;
+    delete $PROM_PIDS{$pid};
+    kill 'TERM', $pid;
+    my ($gone) = poll_until(30, sub {
+        waitpid($pid, POSIX::WNOHANG()) == $pid }, 0.05);
+    return 1 if $gone;
+    kill 'KILL', $pid;
+    waitpid($pid, 0);
+    return 0;
+}
+
+# The API's answer to an instant query at $time (undef: now): its
+# data.result, or undef.
+sub prom_query {
+    my ($api, $query, $time) = @_;
+    my %form = (query => $query, defined $time ? (time => $time) : ());
+    my $r = HTTP::Tiny->new(timeout => 10)->get("$api/api/v1/query?"
+        . HTTP::Tiny->www_form_urlencode(\%form));
+    return undef unless $r->{success};
+    my $j = eval { JSON::PP->new->utf8->decode($r->{content}) };
+    return $j && $j->{status} eq 'success' ? $j->{data}{result} : undef;
+}
+
+# histogram_quantile's answer for sizes given as {size => count}: the
+# bucket (le) where the rank falls, interpolated linearly inside it.
+sub implied_quantile {
+    my ($q, %n) = @_;
+    my @bounds = map { 1 << $_ } 12 .. 30;
+    my ($total, $below, $lower) = (0, 0, 0);
+    $total += $_ for values %n;
+    for my $b (@bounds) {
+        my $in = 0;
+        $in += $n{$_} for grep { $_ > $lower && $_ <= $b } keys %n;
+        return $lower + ($b - $lower) * ($q * $total - $below) / $in
+            if $in && $below + $in >= $q * $total;
+        ($below, $lower) = ($below + $in, $b);
+    }
+    return undef;
+}
+
+sub close_to {
+    my ($got, $want, $name) = @_;
+    return check(defined $got && abs($got - $want) <= 1e-9 * abs($want),
+                 $name, "got " . ($got // 'undef') . ", want $want");
+}
+
+sub run_prometheus {
+    my $bin = (grep { -x } map { "$_/prometheus" } split /:/, $ENV{PATH})[0];
+    unless ($bin) {
+        Test::More::plan(skip_all => 'no prometheus (apt-get install '
+                         . 'prometheus)') unless $ENV{CI};
+        Test::More::fail('no prometheus under CI: scripts/ensure-deps');
+        return;
+    }
+    $SIG{PIPE} = 'IGNORE';
+    my @vhosts = map { vhost($_, $PROM_LOAD{$_}[0] || ()) }
+        sort keys %PROM_LOAD;
+    $SRV = SndbufTune::Server->new(name => 'status-prometheus',
+        modules => ['authz_host'], body => join "\n",
+        # the first vhost: the one the scraper's Host: 127.0.0.1 finds
+        vhost('metrics.test', '<Location /metrics>',
+              '    SetHandler sndbuf-tune-metrics',
+              '    Require ip 127.0.0.1', '</Location>'),
+        @vhosts, vhost('mark.test'), vhost("odd$ODD_BYTES.test"));
+    $PORT = $SRV->port;
+    $SRV->add_file('/f', 'x' x 1000);
+    check($SRV->start, 'apache2 -k start', $SRV->error) or return;
+
+    my $dir = $SRV->dir . '/prometheus';
+    mkdir $dir or die "$dir: $!";
+    open my $fh, '>', "$dir/prometheus.yml" or die "$dir: $!";
+    print $fh "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+        . "scrape_configs:\n  - job_name: sbt\n    static_configs:\n"
+        . "      - targets: ['127.0.0.1:$PORT']\n";
+    close $fh;
+    my $listen = '127.0.0.1:' . SndbufTune::Util::free_port();
+    my $api = "http://$listen";
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        open STDIN, '<', '/dev/null';
+        open STDOUT, '>', "$dir/log";
+        open STDERR, '>&', \*STDOUT;
+        exec($bin, "--config.file=$dir/prometheus.yml",
+             "--storage.tsdb.path=$dir/data", "--web.listen-address=$listen")
+            or POSIX::_exit(127);
+    }
+    $PROM_PIDS{$pid} = 1;
+    my $log = sub { open my $l, '<', "$dir/log" or return ''; local $/; <$l> };
+    # Ready, and a first scrape stored: every series starts from zero.
+    # (Prometheus starts its scrapes some 5 s after it starts.)
+    my ($first) = poll_until(60, sub {
+        return 'died' if waitpid($pid, POSIX::WNOHANG()) == $pid;
+        my $r = prom_query($api, 'sndbuf_tune_config_generation');
+        return $r && @$r ? 'scraped' : 0;
+    }, 0.1);
+    check(($first // '') eq 'scraped', 'prometheus starts and scrapes',
+          $log->()) or return;
+    my (undef, $ss) = capture('ss', '-Hltnp');
+    my @socks = grep { /pid=$pid,/ } split /\n/, $ss;
+    check(@socks && !grep({ !/\s127\.0\.0\.1:\d+\s/ } @socks),
+          'prometheus listens on 127.0.0.1 only', @socks);
+
+    my $bad = 0;
+    for my $host (sort keys %PROM_LOAD) {
+        for (1 .. $PROM_LOAD{$host}[1]) {
+            my ($st, undef, $body) = http_get($host, '/f');
+            $bad++ unless $st == 200 && length $body == 1000;
+        }
+    }
+    is_num($bad, 0, 'every request answered in full');
+    # The marker: counted after every request above, so a scrape that
+    # saw it saw them all. That scrape's time is the time the queries use.
+    http_get('mark.test', '/f');
+    my $mark = 'sndbuf_tune_vhost_requests_total'
+        . qq{{vhost="mark.test:$PORT",policy="none"}};
+    my ($t) = poll_until(60, sub {
+        # timestamp() of the selector itself: the scrape's time
+        my $r = prom_query($api, "timestamp($mark) and $mark == 1");
+        return $r && @$r ? $r->[0]{value}[1] : 0;
+    }, 0.1);
+    check($t, 'prometheus scraped the requests', $log->()) or return;
+
+    my $r = prom_query($api,
+        'count_over_time(sndbuf_tune_config_generation[1h])', $t);
+    check($r && @$r && $r->[0]{value}[1] >= 2,
+          'prometheus scraped at least twice');
+    $r = prom_query($api, 'up{job="sbt"}', $t);
+    check($r && @$r == 1 && $r->[0]{value}[1] eq '1', 'its target is up');
+
+    # Requests per second per policy over the hour up to the last scrape:
+    # the counts / 3600 exactly, as every series started at 0 in a scrape
+    # and the hour ends at a scrape (nothing to extrapolate).
+    my %n = map { ($_ => $PROM_LOAD{$_}[1]) } keys %PROM_LOAD;
+    my %want = (none => 1 + $n{'none.test'}, auto => 0,
+                unset => $n{'unset.test'},
+                fixed => $n{'small.test'} + $n{'large.test'});
+    $r = prom_query($api, 'sum by (policy) (rate('
+        . 'sndbuf_tune_vhost_requests_total'
+        . qq{{vhost!="metrics.test:$PORT"}[1h]))}, $t) || [];
+    my %got = map { ($_->{metric}{policy} => $_->{value}[1]) } @$r;
+    close_to($got{$_}, $want{$_} / 3600,
+             "rate() of the $_ requests: $want{$_} in the hour")
+        for sort keys %want;
+
+    # Quantiles of the effective buffer over the two fixed vhosts.
+    my %sizes = (65536 => $n{'small.test'}, 131072 => $n{'large.test'});
+    for my $q (0.5, 0.75, 0.9) {
+        $r = prom_query($api, "histogram_quantile($q, sum by (le) (rate("
+            . 'sndbuf_tune_vhost_effective_sndbuf_bytes_bucket'
+            . qq{{vhost=~"(small|large)\\\\.test:$PORT"}[1h])))}, $t);
+        close_to($r && @$r ? $r->[0]{value}[1] : undef,
+                 implied_quantile($q, %sizes), "histogram_quantile($q)");
+    }
+    $r = prom_query($api, 'increase('
+        . 'sndbuf_tune_vhost_effective_sndbuf_bytes_sum'
+        . qq{{vhost="small.test:$PORT"}[1h])}, $t);
+    close_to($r && @$r ? $r->[0]{value}[1] : undef, $n{'small.test'} * 65536,
+             "increase() of the histogram sum: $n{'small.test'} x 65536");
+
+    # The odd name came through Prometheus' parser as the clean text.
+    $r = prom_query($api, 'sndbuf_tune_vhost_requests_total{policy="none"}',
+                    $t) || [];
+    check((grep { $_->{metric}{vhost} eq "odd$ODD_TEXT.test:$PORT" } @$r),
+          'prometheus has the odd name, as clean text');
+
+    check(prom_stop($pid), 'prometheus stops on SIGTERM', $log->());
+    check(!kill(0, $pid), 'no prometheus process left');
+    check($SRV->stop, 'apache2 -k stop', $SRV->error);
+}
+
 # Configuration 1, started; its generation, or undef.
 sub start_gen1 {
     my $mpm = shift;
@@ -622,7 +831,8 @@ sub access_and_formats {
     ($st) = http_req('POST', 'status.test', '/sbt-status');
     is_num($st, 405, "$mpm: POST is not allowed");
     my ($head_h, $hbody);
-    ($st, $head_h, $hbody) = http_req('HEAD', 'status.test', '/sbt-status?auto');
+    ($st, $head_h, $hbody) = http_req('HEAD', 'status.test',
+                                      '/sbt-status?auto');
     check($st == 200 && $hbody eq ''
           && ($head_h->{'content-type'} // '') eq 'text/plain; charset=utf-8',
           "$mpm: HEAD answers without a body");
@@ -691,7 +901,8 @@ sub load_gen1 {
           "$mpm: the last filler has no slot of its own");
     check($other && $other->{requests_none} == 3 && $other->{configured},
           "$mpm: (other) counted its 3 requests",
-          "got " . join ', ', map { "$_=$other->{$_}" } sort keys %{ $other // {} });
+          "got " . join ', ',
+          map { "$_=$other->{$_}" } sort keys %{ $other // {} });
     is_num(scalar(grep { $_->{name} ne '(other)' } @{ $j->{vhosts} }), 256,
            "$mpm: every slot in use");
 
