@@ -72,44 +72,22 @@ typedef struct {
 } sbt_view_t;
 
 /** Length of the well-formed UTF-8 sequence at @a s, 0 if there is
- *  none (RFC 3629: no overlongs, surrogates or values past U+10FFFF). */
+ *  none.  The lead byte gives the length and, after E0, ED, F0 and F4,
+ *  a narrower range for the next byte: no overlongs, surrogates or
+ *  values past U+10FFFF (RFC 3629). */
 static int sbt_utf8_len(const unsigned char *s)
 {
-    unsigned char lo = 0x80, hi = 0xbf;
-    int n, i;
+    int n = s[0] < 0x80 ? 1 : s[0] < 0xc2 ? 0 : s[0] < 0xe0 ? 2
+            : s[0] < 0xf0 ? 3 : s[0] < 0xf5 ? 4 : 0;
+    unsigned char lo = s[0] == 0xe0 ? 0xa0 : s[0] == 0xf0 ? 0x90 : 0x80;
+    unsigned char hi = s[0] == 0xed ? 0x9f : s[0] == 0xf4 ? 0x8f : 0xbf;
+    int i;
 
-    if (s[0] < 0x80) {
-        return 1;
-    }
-    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-        n = 2;
-    }
-    else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-        n = 3;
-        if (s[0] == 0xe0) {
-            lo = 0xa0;
-        }
-        else if (s[0] == 0xed) {
-            hi = 0x9f;
-        }
-    }
-    else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-        n = 4;
-        if (s[0] == 0xf0) {
-            lo = 0x90;
-        }
-        else if (s[0] == 0xf4) {
-            hi = 0x8f;
-        }
-    }
-    else {
-        return 0;
-    }
-    if (s[1] < lo || s[1] > hi) {
+    if (n > 1 && (s[1] < lo || s[1] > hi)) {
         return 0;
     }
     for (i = 2; i < n; i++) {
-        if (s[i] < 0x80 || s[i] > 0xbf) {
+        if ((s[i] & 0xc0) != 0x80) {
             return 0;
         }
     }
