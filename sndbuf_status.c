@@ -7,11 +7,12 @@
  * module is loaded); sndbuf_status.h has the layout both use.
  *
  * Memory.  One shared memory segment per parent process, created the
- * first time the configuration is loaded and kept in the process pool,
- * which outlives every restart; the children inherit its mapping when
- * they fork.  So the counters survive a graceful restart.  A full
- * restart (or a start) zeroes them in pre_mpm, which the Unix MPMs run
- * only when they build a fresh scoreboard, i.e. exactly when
+ * first time the configuration is loaded, in the process pool, which
+ * outlives every restart; ap_retained_data keeps its address for the
+ * next generation, and the children inherit its mapping when they
+ * fork.  So the counters survive a graceful restart.  A full restart
+ * (or a start) zeroes them in pre_mpm, which the Unix MPMs run only
+ * when they build a fresh scoreboard, i.e. exactly when
  * mod_status's own counters start over.
  *
  * Slots.  The segment holds two tables of fixed size, one for vhosts and
@@ -26,9 +27,9 @@
  * else the slot longest absent from the configuration, else "(other)".
  * A graceful restart therefore keeps the counters of every vhost and
  * rule that is still configured, whatever order they now come in.  (A
- * vhost using none of the module's directives shares the main server's
- * sbt_srv_conf_t; post_config gives it a copy, so it has a slot of its
- * own.)
+ * vhost using none of the module's directives has a merged
+ * sbt_srv_conf_t of its own too, AP_MODULE_FLAG_ALWAYS_MERGE, so it has
+ * a slot of its own.)
  *
  * Concurrency.  Only the parent writes names, between generations;
  * children (and their threads) only add to counters, with lock-free
@@ -56,34 +57,21 @@
 
 APLOG_USE_MODULE(sndbuf_tune);
 
-/* Set in post_config, inherited by the children.  NULL: no segment, so
- * nothing is counted and the page answers 503. */
 sbt_shm_t *sbt_shm;
-/** The generation this process was configured in. */
 apr_uint32_t sbt_my_gen;
 
 /** The histogram bucket of an effective size (-1: unknown). */
 static int sbt_bucket(int effective)
 {
-    int shift;
+    int shift = SBT_HIST_FIRST_SHIFT;
 
     if (effective < 0) {
         return SBT_HIST_UNKNOWN;
     }
-    if (effective < (1 << SBT_HIST_FIRST_SHIFT)) {
-        return 0;
+    while (shift <= SBT_HIST_LAST_SHIFT && effective > (1 << shift)) {
+        shift++;
     }
-    for (shift = SBT_HIST_FIRST_SHIFT;
-         shift < SBT_HIST_LAST_SHIFT && effective >= (1 << (shift + 1));
-         shift++)
-        ;
-    return shift - SBT_HIST_FIRST_SHIFT + 1;
-}
-
-/** The smallest size bucket @a i counts. */
-apr_uint64_t sbt_bucket_min(int i)
-{
-    return i == 0 ? 0 : (apr_uint64_t)1 << (SBT_HIST_FIRST_SHIFT + i - 1);
+    return shift - SBT_HIST_FIRST_SHIFT;
 }
 
 static void sbt_count(sbt_slot_t *table, int slot, const sbt_outcome_t *o)
@@ -94,20 +82,23 @@ static void sbt_count(sbt_slot_t *table, int slot, const sbt_outcome_t *o)
         return;
     }
     c = &table[slot].c;
-    sbt_add(&c->v[SBT_F_NONE + o->policy], 1);
+    apr_atomic_add64(&c->v[SBT_F_NONE + o->policy], 1);
     if (o->bytes_sent > 0) {
-        sbt_add(&c->v[SBT_F_BYTES], (apr_uint64_t)o->bytes_sent);
+        apr_atomic_add64(&c->v[SBT_F_BYTES], (apr_uint64_t)o->bytes_sent);
     }
     if (o->sndbuf_limited) {
-        sbt_add(&c->v[SBT_F_LIMITED], 1);
+        apr_atomic_add64(&c->v[SBT_F_LIMITED], 1);
     }
     if (o->clamped) {
-        sbt_add(&c->v[SBT_F_CLAMPED], 1);
+        apr_atomic_add64(&c->v[SBT_F_CLAMPED], 1);
     }
     if (o->failures > 0) {
-        sbt_add(&c->v[SBT_F_FAILURES], (apr_uint64_t)o->failures);
+        apr_atomic_add64(&c->v[SBT_F_FAILURES], (apr_uint64_t)o->failures);
     }
-    sbt_add(&c->hist[sbt_bucket(o->effective)], 1);
+    apr_atomic_add64(&c->hist[sbt_bucket(o->effective)], 1);
+    if (o->effective >= 0) {
+        apr_atomic_add64(&c->hist_sum, (apr_uint64_t)o->effective);
+    }
 }
 
 void sbt_status_record(const sbt_outcome_t *o)
@@ -135,15 +126,17 @@ void sbt_status_record(const sbt_outcome_t *o)
 static sbt_shm_t *sbt_shm_attach(server_rec *s)
 {
     apr_pool_t *pproc = s->process->pool;
+    sbt_shm_t **kept = ap_retained_data_get(SBT_RETAINED_KEY);
     apr_shm_t *shm;
     sbt_shm_t *base;
-    void *data = NULL;
     const char *fname = NULL;
     apr_status_t rv;
 
-    apr_pool_userdata_get(&data, SBT_SHM_USERDATA, pproc);
-    if (data) {
-        base = data;
+    if (!kept) {
+        kept = ap_retained_data_create(SBT_RETAINED_KEY, sizeof(*kept));
+    }
+    if (*kept) {
+        base = *kept;
         if (base->magic == SBT_SHM_MAGIC && base->version == SBT_SHM_VERSION
             && base->size == sizeof(sbt_shm_t)) {
             return base;
@@ -176,10 +169,7 @@ static sbt_shm_t *sbt_shm_attach(server_rec *s)
     base->version = SBT_SHM_VERSION;
     base->size = sizeof(sbt_shm_t);
     base->since = apr_time_now();
-    /* The key is copied; the cleanup must not point into this module,
-     * which a restart unloads. */
-    apr_pool_userdata_set(base, SBT_SHM_USERDATA, apr_pool_cleanup_null,
-                          pproc);
+    *kept = base;
     return base;
 }
 

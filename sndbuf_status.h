@@ -4,7 +4,7 @@
  * @file  sndbuf_status.h
  * @brief The status counters' shared-memory layout, for the two files
  *        that use it: sndbuf_status.c (counting, the segment, the slot
- *        map) and sndbuf_status_page.c (the page in its three formats).
+ *        map) and sndbuf_status_page.c (the page in its formats).
  */
 
 #ifndef SNDBUF_STATUS_H
@@ -16,6 +16,7 @@
 #include "sndbuf_tune.h"
 
 #define SBT_STATUS_HANDLER      "sndbuf-tune-status"
+#define SBT_METRICS_HANDLER     "sndbuf-tune-metrics"
 
 /* Named slots per table; slot SBT_STATUS_OTHER counts the rest. */
 #define SBT_STATUS_SLOTS        256
@@ -29,10 +30,12 @@
 
 /* Histogram of the effective send buffer (getsockopt SO_SNDBUF, what
  * the kernel really holds: twice the setsockopt argument on Linux).
- * Bucket 0 is below 4k; bucket i >= 1 counts sizes from 2^(11+i) to
- * twice that, and the last, from 1g, has no upper bound.  One more
- * bucket counts responses whose buffer was unknown (no policy applied,
- * or no socket to ask). */
+ * Bucket i counts sizes up to and including 2^(12+i), above the bound
+ * of bucket i-1: bucket 0 from 0 to 4k, the last one above 1g, with no
+ * bound.  So a bucket is Prometheus' le="2^(12+i)", and the exact
+ * powers of two a fixed size gives are its bound.  One more bucket
+ * counts responses whose buffer was unknown (no policy applied, or no
+ * socket to ask). */
 #define SBT_HIST_FIRST_SHIFT    12
 #define SBT_HIST_LAST_SHIFT     30
 #define SBT_HIST_SIZES          (SBT_HIST_LAST_SHIFT - SBT_HIST_FIRST_SHIFT + 2)
@@ -40,71 +43,11 @@
 #define SBT_HIST_BUCKETS        (SBT_HIST_SIZES + 1)
 
 #define SBT_SHM_MAGIC           0x53425453u     /* "SBTS" */
-#define SBT_SHM_VERSION         1u
+#define SBT_SHM_VERSION         2u
 
-/* The segment's address, in the process pool's userdata. */
-#define SBT_SHM_USERDATA        "mod_sndbuf_tune/status_shm"
-
-/* ---------------------------------------------------------------- */
-/* Counters                                                         */
-/* ---------------------------------------------------------------- */
-
-/* The counters are shared by processes, so only lock-free atomics will
- * do (a mutex inside one process protects nothing here).  Where gcc or
- * clang has lock-free 64-bit atomics (64-bit targets, i686, ARMv7), a
- * counter is one word.  Otherwise it is two 32-bit halves added with
- * APR's 32-bit atomics, which are the CPU's atomic instructions where
- * APR has them: the carry out of the low half is added to the high
- * half right after, so the stored total is always right, but a reader
- * racing that carry can see one value 2^32 short.  Define
- * SBT_STATUS_SPLIT_COUNTERS to build the second form anywhere. */
-#if !defined(SBT_STATUS_SPLIT_COUNTERS) && defined(__GCC_ATOMIC_LLONG_LOCK_FREE) \
-    && __GCC_ATOMIC_LLONG_LOCK_FREE == 2 && defined(__ATOMIC_RELAXED)
-
-typedef apr_uint64_t sbt_counter_t;
-
-static APR_INLINE void sbt_add(sbt_counter_t *c, apr_uint64_t v)
-{
-    __atomic_fetch_add(c, v, __ATOMIC_RELAXED);
-}
-
-static APR_INLINE apr_uint64_t sbt_get(sbt_counter_t *c)
-{
-    return __atomic_load_n(c, __ATOMIC_RELAXED);
-}
-
-#else
-
-typedef struct {
-    apr_uint32_t lo;
-    apr_uint32_t hi;
-} sbt_counter_t;
-
-static APR_INLINE void sbt_add(sbt_counter_t *c, apr_uint64_t v)
-{
-    apr_uint32_t lo = (apr_uint32_t)v, hi = (apr_uint32_t)(v >> 32);
-
-    /* apr_atomic_add32 returns the old value: a sum below it wrapped. */
-    if (lo && apr_atomic_add32(&c->lo, lo) > APR_UINT32_MAX - lo) {
-        hi++;
-    }
-    if (hi) {
-        apr_atomic_add32(&c->hi, hi);
-    }
-}
-
-static APR_INLINE apr_uint64_t sbt_get(sbt_counter_t *c)
-{
-    apr_uint32_t hi, lo;
-
-    do {
-        hi = apr_atomic_read32(&c->hi);
-        lo = apr_atomic_read32(&c->lo);
-    } while (hi != apr_atomic_read32(&c->hi));
-    return ((apr_uint64_t)hi << 32) | lo;
-}
-
-#endif
+/* ap_retained_data key: the segment outlives the module, which every
+ * restart unloads. */
+#define SBT_RETAINED_KEY        "mod_sndbuf_tune/status"
 
 /* The counters of a slot.  The first four are indexed by sbt_policy_e. */
 enum {
@@ -119,10 +62,18 @@ enum {
     SBT_F_COUNT
 };
 
-
+/* Children add to the counters from several processes at once, so only
+ * the CPU's atomic instructions will do.  APR's 64-bit atomics (APR 1.7)
+ * are those where APR was built with the compiler's 64-bit atomic
+ * builtins, as on every 64-bit target (Debian's amd64 libapr1:
+ * apr_atomic_add64 is one "lock xadd").  Without them APR uses mutexes
+ * private to each process, and children adding at the same moment may
+ * lose a count. */
 typedef struct {
-    sbt_counter_t v[SBT_F_COUNT];
-    sbt_counter_t hist[SBT_HIST_BUCKETS];
+    apr_uint64_t v[SBT_F_COUNT];
+    apr_uint64_t hist[SBT_HIST_BUCKETS];
+    /** The sizes the histogram counts, added up (Prometheus' _sum). */
+    apr_uint64_t hist_sum;
 } sbt_counters_t;
 
 typedef struct {
@@ -152,9 +103,6 @@ typedef struct {
 extern sbt_shm_t *sbt_shm;
 /** The generation this process was configured in. */
 extern apr_uint32_t sbt_my_gen;
-
-/** The smallest size histogram bucket @a i counts. */
-apr_uint64_t sbt_bucket_min(int i);
 
 /** The handler and mod_status's section (sndbuf_status_page.c). */
 void sbt_status_page_register_hooks(void);

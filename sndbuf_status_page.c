@@ -2,8 +2,9 @@
 
 /*
  * sndbuf_status_page.c: the status page (SetHandler sndbuf-tune-status)
- * in HTML, ?auto (mod_status's "Key: value" style) and ?json, and a
- * summary on mod_status's own page.  The counters it reads are kept by
+ * in HTML and ?auto (mod_status's "Key: value" style), the Prometheus
+ * text format (SetHandler sndbuf-tune-metrics), and a summary on
+ * mod_status's own page.  The counters it reads are kept by
  * sndbuf_status.c; sndbuf_status.h has their layout.
  */
 
@@ -22,21 +23,37 @@
 
 APLOG_USE_MODULE(sndbuf_tune);
 
-/* Their names in each format; docs/status.md explains them. */
+/* Their names in each format; docs/status.md explains them.  The four
+ * policies are one Prometheus metric, with their title as its label. */
 static const struct {
     const char *key;            /**< ?auto, after the slot's prefix */
-    const char *json;           /**< ?json member */
     const char *title;          /**< HTML column */
+    const char *metric;         /**< Prometheus, after the table's prefix */
+    const char *help;
 } sbt_fields[SBT_F_COUNT] = {
-    {"RequestsNone",       "requests_none",       "none"},
-    {"RequestsUnset",      "requests_unset",      "unset"},
-    {"RequestsFixed",      "requests_fixed",      "fixed"},
-    {"RequestsAuto",       "requests_auto",       "auto"},
-    {"BytesSent",          "bytes_sent",          "bytes sent"},
-    {"SndbufLimited",      "sndbuf_limited",      "send-buffer-limited"},
-    {"Clamped",            "clamped",             "clamped"},
-    {"SetsockoptFailures", "setsockopt_failures", "setsockopt failures"}
+    {"RequestsNone",       "none", NULL, NULL},
+    {"RequestsUnset",      "unset", NULL, NULL},
+    {"RequestsFixed",      "fixed", NULL, NULL},
+    {"RequestsAuto",       "auto", NULL, NULL},
+    {"BytesSent",          "bytes sent", "sent_bytes_total",
+     "Response body bytes sent, as %B logs them."},
+    {"SndbufLimited",      "send-buffer-limited",
+     "sndbuf_limited_responses_total", "Responses limited by the send "
+     "buffer for more than 10% of their time."},
+    {"Clamped",            "clamped", "clamped_responses_total",
+     "Responses whose wanted size was cut (wmem_max, SndbufTuneLimits, "
+     "2 x MSS)."},
+    {"SetsockoptFailures", "setsockopt failures",
+     "socket_call_failures_total", "Socket calls that failed (SO_SNDBUF, "
+     "SO_BUF_LOCK, TCP_INFO)."}
 };
+
+/** The bound of histogram bucket @a i (0: the last one has none). */
+static apr_uint64_t sbt_bucket_bound(int i)
+{
+    return i < SBT_HIST_SIZES - 1
+           ? (apr_uint64_t)1 << (SBT_HIST_FIRST_SHIFT + i) : 0;
+}
 
 /* ---------------------------------------------------------------- */
 /* Reading                                                          */
@@ -45,12 +62,66 @@ static const struct {
 /** One slot's counters as read, for one page. */
 typedef struct {
     int slot;
+    /** Clean (sbt_clean_name): every format may show it. */
     const char *name;
     /** Named by the configuration of the process that serves the page. */
     int configured;
     apr_uint64_t v[SBT_F_COUNT];
     apr_uint64_t hist[SBT_HIST_BUCKETS];
+    apr_uint64_t hist_sum;
 } sbt_view_t;
+
+/** Length of the well-formed UTF-8 sequence at @a s, 0 if there is
+ *  none.  The lead byte gives the length and, after E0, ED, F0 and F4,
+ *  a narrower range for the next byte: no overlongs, surrogates or
+ *  values past U+10FFFF (RFC 3629). */
+static int sbt_utf8_len(const unsigned char *s)
+{
+    int n = s[0] < 0x80 ? 1 : s[0] < 0xc2 ? 0 : s[0] < 0xe0 ? 2
+            : s[0] < 0xf0 ? 3 : s[0] < 0xf5 ? 4 : 0;
+    unsigned char lo = s[0] == 0xe0 ? 0xa0 : s[0] == 0xf0 ? 0x90 : 0x80;
+    unsigned char hi = s[0] == 0xed ? 0x9f : s[0] == 0xf4 ? 0x8f : 0xbf;
+    int i;
+
+    if (n > 1 && (s[1] < lo || s[1] > hi)) {
+        return 0;
+    }
+    for (i = 2; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+    }
+    return n;
+}
+
+/** @a s as one line of UTF-8 text.  Names come from configuration files
+ *  (ServerName, an Include's file name) and may hold any byte, but every
+ *  format says it is UTF-8 and none may break a line: a byte that is
+ *  not part of well-formed UTF-8, and a control character (C0, DEL and
+ *  C1), become U+FFFD.  Each format still escapes its own specials. */
+static const char *sbt_clean_name(apr_pool_t *p, const char *s)
+{
+    const unsigned char *c = (const unsigned char *)s;
+    char *o = apr_palloc(p, strlen(s) * 3 + 1), *w = o;
+
+    while (*c) {
+        int n = sbt_utf8_len(c);
+
+        /* 0xc2 0x80..0x9f: the C1 controls, U+0080..U+009F. */
+        if (n == 0 || *c < 0x20 || *c == 0x7f
+            || (*c == 0xc2 && c[1] < 0xa0)) {
+            memcpy(w, "\xef\xbf\xbd", 3);
+            w += 3;
+        }
+        else {
+            memcpy(w, c, n);
+            w += n;
+        }
+        c += n ? n : 1;
+    }
+    *w = '\0';
+    return o;
+}
 
 static void sbt_read_slot(apr_pool_t *p, sbt_slot_t *s, int slot,
                           sbt_view_t *v)
@@ -63,14 +134,15 @@ static void sbt_read_slot(apr_pool_t *p, sbt_slot_t *s, int slot,
      * most the buffer, whose last byte is never written. */
     apr_cpystrn(name, slot == SBT_STATUS_OTHER ? SBT_STATUS_OTHER_NAME
                                                : s->name, sizeof(name));
-    v->name = apr_pstrdup(p, name);
+    v->name = sbt_clean_name(p, name);
     v->configured = s->seen_gen == sbt_my_gen;
     for (i = 0; i < SBT_F_COUNT; i++) {
-        v->v[i] = sbt_get(&s->c.v[i]);
+        v->v[i] = apr_atomic_read64(&s->c.v[i]);
     }
     for (i = 0; i < SBT_HIST_BUCKETS; i++) {
-        v->hist[i] = sbt_get(&s->c.hist[i]);
+        v->hist[i] = apr_atomic_read64(&s->c.hist[i]);
     }
+    v->hist_sum = apr_atomic_read64(&s->c.hist_sum);
 }
 
 /** The slots in use in @a table: named ones, and "(other)" if anything
@@ -113,28 +185,12 @@ static void sbt_read_totals(apr_pool_t *p, sbt_view_t *total)
         for (j = 0; j < SBT_F_COUNT; j++) {
             total->v[j] += v[i].v[j];
         }
-        for (j = 0; j < SBT_HIST_BUCKETS; j++) {
-            total->hist[j] += v[i].hist[j];
-        }
     }
 }
 
 /* ---------------------------------------------------------------- */
 /* ?auto: mod_status's "Key: value" lines                           */
 /* ---------------------------------------------------------------- */
-
-/** A name on one line: control characters become '?'. */
-static const char *sbt_one_line(apr_pool_t *p, const char *s)
-{
-    char *o = apr_pstrdup(p, s), *c;
-
-    for (c = o; *c; c++) {
-        if ((unsigned char)*c < 0x20 || *c == 0x7f) {
-            *c = '?';
-        }
-    }
-    return o;
-}
 
 static void sbt_auto_kernel(request_rec *r, const char *prefix)
 {
@@ -158,10 +214,13 @@ static void sbt_auto_counters(request_rec *r, const char *prefix,
     }
     ap_rprintf(r, "%sEffectiveUnknown: %" APR_UINT64_T_FMT "\n", prefix,
                v->hist[SBT_HIST_UNKNOWN]);
-    for (i = 0; i < SBT_HIST_SIZES; i++) {
+    for (i = 0; i < SBT_HIST_SIZES - 1; i++) {
         ap_rprintf(r, "%sEffective%" APR_UINT64_T_FMT ": %" APR_UINT64_T_FMT
-                   "\n", prefix, sbt_bucket_min(i), v->hist[i]);
+                   "\n", prefix, sbt_bucket_bound(i), v->hist[i]);
     }
+    ap_rprintf(r, "%sEffectiveAbove%" APR_UINT64_T_FMT ": %" APR_UINT64_T_FMT
+               "\n%sEffectiveSum: %" APR_UINT64_T_FMT "\n", prefix,
+               sbt_bucket_bound(i - 1), v->hist[i], prefix, v->hist_sum);
 }
 
 static void sbt_auto_table(request_rec *r, const char *what,
@@ -175,8 +234,7 @@ static void sbt_auto_table(request_rec *r, const char *what,
         const char *prefix = apr_psprintf(r->pool, "SndbufTune%s[%d]", what,
                                           v[i].slot);
 
-        ap_rprintf(r, "%sName: %s\n", prefix,
-                   sbt_one_line(r->pool, v[i].name));
+        ap_rprintf(r, "%sName: %s\n", prefix, v[i].name);
         ap_rprintf(r, "%sConfigured: %d\n", prefix, v[i].configured);
         sbt_auto_counters(r, prefix, &v[i]);
     }
@@ -194,180 +252,20 @@ static void sbt_page_auto(request_rec *r)
 }
 
 /* ---------------------------------------------------------------- */
-/* ?json                                                            */
-/* ---------------------------------------------------------------- */
-
-/** Length of the well-formed UTF-8 sequence at @a s, 0 if there is
- *  none (RFC 3629: no overlongs, surrogates or values past U+10FFFF). */
-static int sbt_utf8_len(const unsigned char *s)
-{
-    unsigned char lo = 0x80, hi = 0xbf;
-    int n, i;
-
-    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-        n = 2;
-    }
-    else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-        n = 3;
-        if (s[0] == 0xe0) {
-            lo = 0xa0;
-        }
-        else if (s[0] == 0xed) {
-            hi = 0x9f;
-        }
-    }
-    else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-        n = 4;
-        if (s[0] == 0xf0) {
-            lo = 0x90;
-        }
-        else if (s[0] == 0xf4) {
-            hi = 0x8f;
-        }
-    }
-    else {
-        return 0;
-    }
-    if (s[1] < lo || s[1] > hi) {
-        return 0;
-    }
-    for (i = 2; i < n; i++) {
-        if (s[i] < 0x80 || s[i] > 0xbf) {
-            return 0;
-        }
-    }
-    return n;
-}
-
-/** @a s as a JSON string: quoted, escaped, and valid UTF-8 (a byte
- *  that is not part of a well-formed sequence becomes U+FFFD). */
-static const char *sbt_json_str(apr_pool_t *p, const char *s)
-{
-    const unsigned char *c = (const unsigned char *)s;
-    char *o = apr_palloc(p, strlen(s) * 6 + 3), *w = o;
-    int n;
-
-    *w++ = '"';
-    while (*c) {
-        if (*c == '"' || *c == '\\') {
-            *w++ = '\\';
-            *w++ = (char)*c++;
-        }
-        else if (*c < 0x20) {
-            w += apr_snprintf(w, 7, "\\u%04x", (unsigned)*c++);
-        }
-        else if (*c < 0x80) {
-            *w++ = (char)*c++;
-        }
-        else if ((n = sbt_utf8_len(c)) > 0) {
-            memcpy(w, c, n);
-            w += n;
-            c += n;
-        }
-        else {
-            memcpy(w, "\\ufffd", 6);
-            w += 6;
-            c++;
-        }
-    }
-    *w++ = '"';
-    *w = '\0';
-    return o;
-}
-
-static void sbt_json_counters(request_rec *r, const sbt_view_t *v)
-{
-    int i;
-
-    for (i = 0; i < SBT_F_COUNT; i++) {
-        ap_rprintf(r, "\"%s\": %" APR_UINT64_T_FMT ", ", sbt_fields[i].json,
-                   v->v[i]);
-    }
-    ap_rprintf(r, "\"effective_sndbuf\": {\"unknown\": %" APR_UINT64_T_FMT,
-               v->hist[SBT_HIST_UNKNOWN]);
-    for (i = 0; i < SBT_HIST_SIZES; i++) {
-        ap_rprintf(r, ", \"%" APR_UINT64_T_FMT "\": %" APR_UINT64_T_FMT,
-                   sbt_bucket_min(i), v->hist[i]);
-    }
-    ap_rputs("}", r);
-}
-
-static void sbt_json_table(request_rec *r, sbt_slot_t *table)
-{
-    apr_array_header_t *views = sbt_read_table(r->pool, table);
-    const sbt_view_t *v = (const sbt_view_t *)views->elts;
-    int i;
-
-    ap_rputs("[", r);
-    for (i = 0; i < views->nelts; i++) {
-        ap_rprintf(r, "%s\n    {\"slot\": %d, \"name\": %s, "
-                   "\"configured\": %s, ", i ? "," : "", v[i].slot,
-                   sbt_json_str(r->pool, v[i].name),
-                   v[i].configured ? "true" : "false");
-        sbt_json_counters(r, &v[i]);
-        ap_rputs("}", r);
-    }
-    ap_rputs(views->nelts ? "\n  ]" : "]", r);
-}
-
-static void sbt_page_json(request_rec *r)
-{
-    const sbt_kernel_t *k = &sbt_kernel;
-    int i;
-
-    ap_rprintf(r, "{\n  \"generation\": %u,\n  \"counters_since\": %"
-               APR_TIME_T_FMT ",\n  \"slots\": %d,\n", sbt_my_gen,
-               apr_time_sec(sbt_shm->since), SBT_STATUS_SLOTS);
-    ap_rprintf(r, "  \"kernel\": {\"wmem_max\": %u, \"tcp_wmem\": "
-               "[%u, %u, %u], \"so_buf_lock\": %s, \"tcp_info\": %s},\n",
-               k->wmem_max, k->tcp_wmem[0], k->tcp_wmem[1], k->tcp_wmem[2],
-               k->has_buf_lock ? "true" : "false",
-               k->has_tcp_info ? "true" : "false");
-    ap_rputs("  \"effective_sndbuf_buckets\": [", r);
-    for (i = 0; i < SBT_HIST_SIZES; i++) {
-        ap_rprintf(r, "%s%" APR_UINT64_T_FMT, i ? ", " : "",
-                   sbt_bucket_min(i));
-    }
-    ap_rputs("],\n  \"vhosts\": ", r);
-    sbt_json_table(r, sbt_shm->vhost);
-    ap_rputs(",\n  \"networks\": ", r);
-    sbt_json_table(r, sbt_shm->rule);
-    ap_rputs("\n}\n", r);
-}
-
-/* ---------------------------------------------------------------- */
 /* HTML                                                             */
 /* ---------------------------------------------------------------- */
 
-/** 4096 -> "4k", for column heads. */
-static const char *sbt_size_label(apr_pool_t *p, apr_uint64_t bytes)
-{
-    if (bytes >= (1u << 30) && !(bytes % (1u << 30))) {
-        return apr_psprintf(p, "%" APR_UINT64_T_FMT "g", bytes >> 30);
-    }
-    if (bytes >= (1u << 20) && !(bytes % (1u << 20))) {
-        return apr_psprintf(p, "%" APR_UINT64_T_FMT "m", bytes >> 20);
-    }
-    if (bytes >= (1u << 10) && !(bytes % (1u << 10))) {
-        return apr_psprintf(p, "%" APR_UINT64_T_FMT "k", bytes >> 10);
-    }
-    return apr_psprintf(p, "%" APR_UINT64_T_FMT, bytes);
-}
-
+/** Bucket @a i's column head: "4k" ... "1g", "&gt; 1g", "unknown". */
 static const char *sbt_bucket_label(apr_pool_t *p, int i)
 {
+    int last = i == SBT_HIST_SIZES - 1;
+    int shift = SBT_HIST_FIRST_SHIFT + i - last;
+
     if (i == SBT_HIST_UNKNOWN) {
         return "unknown";
     }
-    if (i == 0) {
-        return apr_pstrcat(p, "&lt; ", sbt_size_label(p, sbt_bucket_min(1)),
-                           NULL);
-    }
-    if (i == SBT_HIST_SIZES - 1) {
-        return apr_pstrcat(p, sbt_size_label(p, sbt_bucket_min(i)), " +",
-                           NULL);
-    }
-    return sbt_size_label(p, sbt_bucket_min(i));
+    return apr_psprintf(p, "%s%d%c", last ? "&gt; " : "", 1 << (shift % 10),
+                        "kmg"[shift / 10 - 1]);
 }
 
 static void sbt_html_kernel(request_rec *r)
@@ -427,8 +325,9 @@ static void sbt_html_table(request_rec *r, const char *what,
     }
     ap_rputs("</table>\n", r);
 
-    ap_rprintf(r, "<p>Effective send buffer at the end of each response "
-               "(bytes, buckets from a power of two to the next):</p>\n");
+    ap_rputs("<p>Effective send buffer at the end of each response "
+             "(bytes; a column counts the sizes above the one before, up "
+             "to its own):</p>\n", r);
     if (!nused) {
         ap_rputs("<p>No responses yet.</p>\n", r);
         return;
@@ -458,7 +357,9 @@ static void sbt_page_html(request_rec *r)
              "<title>mod_sndbuf_tune status</title>\n"
              "<style>td { text-align: right } td.n { text-align: left }"
              "</style>\n</head><body>\n<h1>mod_sndbuf_tune status for ", r);
-    ap_rputs(ap_escape_html(r->pool, ap_get_server_name(r)), r);
+    ap_rputs(ap_escape_html(r->pool, sbt_clean_name(r->pool,
+                                                    ap_get_server_name(r))),
+             r);
     ap_rprintf(r, "</h1>\n<p>Counters since %s (the last start or full "
                "restart; graceful restarts keep them). Configuration "
                "generation %u. %d slots per table; what finds none is "
@@ -471,8 +372,128 @@ static void sbt_page_html(request_rec *r)
     sbt_html_table(r, "vhost", sbt_read_table(r->pool, sbt_shm->vhost));
     ap_rputs("<h2>SndbufTuneNetwork rules</h2>\n", r);
     sbt_html_table(r, "rule", sbt_read_table(r->pool, sbt_shm->rule));
-    ap_rputs("<p>Also as <a href=\"?auto\">?auto</a> and "
-             "<a href=\"?json\">?json</a>.</p>\n</body></html>\n", r);
+    ap_rputs("<p>Also as <a href=\"?auto\">?auto</a>, and for Prometheus "
+             "with <code>SetHandler " SBT_METRICS_HANDLER "</code>.</p>\n"
+             "</body></html>\n", r);
+}
+
+/* ---------------------------------------------------------------- */
+/* Prometheus text format 0.0.4                                     */
+/* ---------------------------------------------------------------- */
+
+/** @a s as a label value: backslash and double quote escaped.  A clean
+ *  name has no newline, the format's third special. */
+static const char *sbt_prom_label(apr_pool_t *p, const char *s)
+{
+    char *o = apr_palloc(p, strlen(s) * 2 + 1), *w = o;
+
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"') {
+            *w++ = '\\';
+        }
+        *w++ = *s;
+    }
+    *w = '\0';
+    return o;
+}
+
+static void sbt_prom_head(request_rec *r, const char *metric,
+                          const char *type, const char *help)
+{
+    ap_rprintf(r, "# HELP sndbuf_tune_%s %s\n# TYPE sndbuf_tune_%s %s\n",
+               metric, help, metric, type);
+}
+
+static void sbt_prom_gauge(request_rec *r, const char *metric,
+                           const char *help, apr_uint64_t value)
+{
+    sbt_prom_head(r, metric, "gauge", help);
+    ap_rprintf(r, "sndbuf_tune_%s %" APR_UINT64_T_FMT "\n", metric, value);
+}
+
+/** One table's metrics, sndbuf_tune_<what>_..., labelled <what>="name".
+ *  The format wants each metric's lines together: one loop a metric. */
+static void sbt_prom_table(request_rec *r, const char *what,
+                           sbt_slot_t *table)
+{
+    apr_array_header_t *views = sbt_read_table(r->pool, table);
+    const sbt_view_t *v = (const sbt_view_t *)views->elts;
+    const char **label = apr_palloc(r->pool, sizeof(*label) * views->nelts);
+    const char *m;
+    int i, j;
+
+    for (i = 0; i < views->nelts; i++) {
+        label[i] = apr_psprintf(r->pool, "%s=\"%s\"", what,
+                                sbt_prom_label(r->pool, v[i].name));
+    }
+    m = apr_pstrcat(r->pool, what, "_requests_total", NULL);
+    sbt_prom_head(r, m, "counter", "Requests, by the policy that applied "
+                  "(none: the module left the socket alone).");
+    for (i = 0; i < views->nelts; i++) {
+        for (j = SBT_F_NONE; j <= SBT_F_AUTO; j++) {
+            ap_rprintf(r, "sndbuf_tune_%s{%s,policy=\"%s\"} %"
+                       APR_UINT64_T_FMT "\n", m, label[i], sbt_fields[j].title,
+                       v[i].v[j]);
+        }
+    }
+    for (j = SBT_F_BYTES; j < SBT_F_COUNT; j++) {
+        m = apr_pstrcat(r->pool, what, "_", sbt_fields[j].metric, NULL);
+        sbt_prom_head(r, m, "counter", sbt_fields[j].help);
+        for (i = 0; i < views->nelts; i++) {
+            ap_rprintf(r, "sndbuf_tune_%s{%s} %" APR_UINT64_T_FMT "\n", m,
+                       label[i], v[i].v[j]);
+        }
+    }
+    m = apr_pstrcat(r->pool, what, "_effective_sndbuf_bytes", NULL);
+    sbt_prom_head(r, m, "histogram", "The send buffer at the end of each "
+                  "response: getsockopt SO_SNDBUF, twice the size set.");
+    for (i = 0; i < views->nelts; i++) {
+        apr_uint64_t count = 0;
+
+        for (j = 0; j < SBT_HIST_SIZES; j++) {
+            count += v[i].hist[j];
+            ap_rprintf(r, "sndbuf_tune_%s_bucket{%s,le=\"%s\"} %"
+                       APR_UINT64_T_FMT "\n", m, label[i],
+                       j < SBT_HIST_SIZES - 1
+                       ? apr_ltoa(r->pool, (long)sbt_bucket_bound(j)) : "+Inf",
+                       count);
+        }
+        ap_rprintf(r, "sndbuf_tune_%s_sum{%s} %" APR_UINT64_T_FMT "\n"
+                   "sndbuf_tune_%s_count{%s} %" APR_UINT64_T_FMT "\n",
+                   m, label[i], v[i].hist_sum, m, label[i], count);
+    }
+    m = apr_pstrcat(r->pool, what, "_effective_sndbuf_unknown_total", NULL);
+    sbt_prom_head(r, m, "counter", "Responses the histogram leaves out: no "
+                  "policy applied, or no socket to ask.");
+    for (i = 0; i < views->nelts; i++) {
+        ap_rprintf(r, "sndbuf_tune_%s{%s} %" APR_UINT64_T_FMT "\n", m,
+                   label[i], v[i].hist[SBT_HIST_UNKNOWN]);
+    }
+}
+
+static void sbt_page_metrics(request_rec *r)
+{
+    const sbt_kernel_t *k = &sbt_kernel;
+
+    sbt_prom_gauge(r, "config_generation", "Configurations loaded since "
+                   "the counters' memory was created.", sbt_my_gen);
+    sbt_prom_gauge(r, "counters_reset_timestamp_seconds", "When the "
+                   "counters were last zeroed: start or full restart.",
+                   (apr_uint64_t)apr_time_sec(sbt_shm->since));
+    sbt_prom_gauge(r, "kernel_wmem_max_bytes", "net.core.wmem_max, the "
+                   "largest SO_SNDBUF argument.", k->wmem_max);
+    sbt_prom_head(r, "kernel_tcp_wmem_bytes", "gauge", "net.ipv4.tcp_wmem: "
+                  "an autotuned buffer's min, default and max.");
+    ap_rprintf(r, "sndbuf_tune_kernel_tcp_wmem_bytes{bound=\"min\"} %u\n"
+               "sndbuf_tune_kernel_tcp_wmem_bytes{bound=\"default\"} %u\n"
+               "sndbuf_tune_kernel_tcp_wmem_bytes{bound=\"max\"} %u\n",
+               k->tcp_wmem[0], k->tcp_wmem[1], k->tcp_wmem[2]);
+    sbt_prom_gauge(r, "kernel_so_buf_lock", "1 if SO_BUF_LOCK works, which "
+                   "unset needs on a locked socket.", k->has_buf_lock != 0);
+    sbt_prom_gauge(r, "kernel_tcp_info", "1 if TCP_INFO works, which auto "
+                   "needs.", k->has_tcp_info != 0);
+    sbt_prom_table(r, "vhost", sbt_shm->vhost);
+    sbt_prom_table(r, "rule", sbt_shm->rule);
 }
 
 /* ---------------------------------------------------------------- */
@@ -501,7 +522,11 @@ static int sbt_has_arg(const char *args, const char *word)
 
 static int sbt_status_handler(request_rec *r)
 {
-    if (!r->handler || strcmp(r->handler, SBT_STATUS_HANDLER)) {
+    int metrics = r->handler && !strcmp(r->handler, SBT_METRICS_HANDLER);
+    void (*page)(request_rec *r) = sbt_page_html;
+    const char *type = "text/html; charset=utf-8";
+
+    if (!metrics && (!r->handler || strcmp(r->handler, SBT_STATUS_HANDLER))) {
         return DECLINED;
     }
     r->allowed = (AP_METHOD_BIT << M_GET);
@@ -510,26 +535,20 @@ static int sbt_status_handler(request_rec *r)
     }
     if (!sbt_shm) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "%s: no counters, see "
-                      "the error at startup", SBT_STATUS_HANDLER);
+                      "the error at startup", r->handler);
         return HTTP_SERVICE_UNAVAILABLE;
     }
-    if (sbt_has_arg(r->args, "json")) {
-        ap_set_content_type(r, "application/json");
-        if (!r->header_only) {
-            sbt_page_json(r);
-        }
+    if (metrics) {
+        page = sbt_page_metrics;
+        type = "text/plain; version=0.0.4; charset=utf-8";
     }
     else if (sbt_has_arg(r->args, "auto")) {
-        ap_set_content_type(r, "text/plain; charset=utf-8");
-        if (!r->header_only) {
-            sbt_page_auto(r);
-        }
+        page = sbt_page_auto;
+        type = "text/plain; charset=utf-8";
     }
-    else {
-        ap_set_content_type(r, "text/html; charset=utf-8");
-        if (!r->header_only) {
-            sbt_page_html(r);
-        }
+    ap_set_content_type(r, type);
+    if (!r->header_only) {
+        page(r);
     }
     return OK;
 }

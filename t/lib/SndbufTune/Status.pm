@@ -1,16 +1,21 @@
 package SndbufTune::Status;
 # The status page suite (t/status/*.t, one file per MPM): the status page
-# (SetHandler sndbuf-tune-status) and its shared-memory counters, against
-# a real apache2 (SndbufTune::Server) under one MPM:
+# (SetHandler sndbuf-tune-status), the metrics (sndbuf-tune-metrics) and
+# their shared-memory counters, against a real apache2
+# (SndbufTune::Server) under one MPM:
 #
 #   use SndbufTune::Status;
 #   SndbufTune::Status::run_mpm('event');
 #   done_testing;
 #
+# and t/status/prometheus.t, run_prometheus(): a real Prometheus scrapes
+# an apache2 (see there).
+#
 # One server goes through the whole life of the counters: access control
 # and formats; a load from several client processes spread over several
 # server processes, then the counters per vhost, policy and rule, the
-# histogram, ?auto against ?json, HTML escaping and mod_status's section;
+# histogram, every format (?auto, HTML, metrics checked by promtool) with
+# names that need escaping, mod_status's section and ?auto;
 # `apache2 -k graceful` into a configuration with the vhosts reordered,
 # some gone and one new (counters survive); `apache2 -k restart`
 # (counters start over); stop, with no process left.
@@ -23,20 +28,21 @@ use strict;
 use warnings;
 
 use Encode ();
+use HTTP::Tiny ();
 use IO::Socket::INET;
 use JSON::PP ();
 use POSIX ();
 use Test::More ();
 
 use SndbufTune::Server ();
-use SndbufTune::Util qw(poll_until);
+use SndbufTune::Util qw(poll_until capture);
 
 # Load: every client process makes ROUNDS x 2 requests to each test vhost.
 my $PROCS = $ENV{SBT_STATUS_PROCS} || 6;
 my $ROUNDS = $ENV{SBT_STATUS_ROUNDS} || 3;
 my %FILE = (small => 1234, big => 256 * 1024 + 7);
 
-# The counters, as ?auto names them and as ?json does.
+# The counters: as ?auto names them, and as these checks do.
 my @FIELDS = (
     [RequestsNone => 'requests_none'], [RequestsUnset => 'requests_unset'],
     [RequestsFixed => 'requests_fixed'], [RequestsAuto => 'requests_auto'],
@@ -45,7 +51,19 @@ my @FIELDS = (
 );
 
 # Filler vhosts: with the test's own, more names than the 256 slots.
-my $FILLERS = 250;
+my $FILLERS = 249;
+
+# A ServerName and the rule file's name hold these bytes, which every
+# format must make safe, each with the text it must show: quotes, a
+# backslash and HTML's specials (as they are: each format escapes them
+# its own way), valid UTF-8 (kept), a byte that is not UTF-8, and control
+# characters, C0, DEL and C1 (each U+FFFD).
+my @ODD = (['"q\\<&>' => '"q\\<&>'], ["\xc3\xa9" => "\x{e9}"],
+           ["\xff" => "\x{fffd}"], ["\x01" => "\x{fffd}"],
+           ["\x1b" => "\x{fffd}"], ["\x7f" => "\x{fffd}"],
+           ["\xc2\x9b" => "\x{fffd}"]);
+my $ODD_BYTES = join '', map { $_->[0] } @ODD;
+my $ODD_TEXT = join '', map { $_->[1] } @ODD;
 
 # The MPMs' tuning: several processes, and processes that exit and are
 # replaced during the load (MaxConnectionsPerChild).
@@ -185,9 +203,9 @@ sub vhost {
         "ServerName $name", @lines, "</VirtualHost>\n";
 }
 
-# The body of generation 1: the status pages, the test vhosts, then
-# FILLERS fillers. Generation 2 (graceful): the test vhosts reversed, a new
-# one, the first ten fillers gone.
+# The body of generation 1: the status pages, the test vhosts, one with an
+# odd name, then FILLERS fillers. Generation 2 (graceful): the test vhosts
+# reversed, a new one, the first ten fillers gone.
 sub body {
     my $gen = shift;
     my @tests = map {
@@ -195,6 +213,7 @@ sub body {
         $line = "Include $RULES" if $name eq 'net.test';
         vhost($name, $line ? ($line) : ());
     } @TEST_VHOSTS;
+    push @tests, vhost("odd$ODD_BYTES.test");
     @tests = reverse @tests if $gen > 1;
     push @tests, vhost('new.test', 'SndbufTune 32k') if $gen > 1;
     my @fill = map { vhost(sprintf 'fill-%03d.test', $_) }
@@ -212,6 +231,10 @@ sub body {
         SetHandler sndbuf-tune-status
         Require ip 192.0.2.1
     </Location>
+    <Location /sbt-metrics>
+        SetHandler sndbuf-tune-metrics
+        Require ip 127.0.0.1
+    </Location>
     <Location /sbt-denied>
         SetHandler sndbuf-tune-status
         Require all denied
@@ -225,11 +248,47 @@ sub body {
 EOF
 }
 
-sub status_json {
-    my ($st, $h, $body) = http_get('status.test', '/sbt-status?json');
+# The page's ?auto as a structure: {generation, since, slots, kernel =>
+# {wmem_max, tcp_wmem => [3], ...}, vhosts => [...], networks => [...]}, a
+# slot as {slot, name, configured, requests_none, ..., effective_sndbuf =>
+# {<bound> => n, above => n, unknown => n}, effective_sum}, in slot order;
+# names as text (bytes if they are not clean UTF-8). undef unless every
+# line is Key: value.
+sub status_auto {
+    my ($st, undef, $body) = http_get('status.test', '/sbt-status?auto');
     return undef unless $st == 200;
-    my $j = eval { JSON::PP->new->utf8->decode($body) };
-    return $j;
+    my ($kv, $bad) = parse_auto($body);
+    return undef if @$bad;
+    my %field = map { ($_->[0] => $_->[1]) } @FIELDS;
+    my %j = (generation => $kv->{SndbufTuneGeneration},
+             since => $kv->{SndbufTuneCountersSince},
+             slots => $kv->{SndbufTuneSlots},
+             kernel => { wmem_max => $kv->{SndbufTuneKernelWmemMax},
+                         so_buf_lock => $kv->{SndbufTuneKernelSoBufLock},
+                         tcp_info => $kv->{SndbufTuneKernelTcpInfo},
+                         tcp_wmem => [split ' ',
+                                      $kv->{SndbufTuneKernelTcpWmem} // ''] });
+    my %slot;
+    for my $key (keys %$kv) {
+        my ($t, $n, $k) = $key =~ /^SndbufTune(Vhost|Network)\[(\d+)\](\w+)$/
+            or next;
+        my $v = $slot{$t}{$n} //= { slot => $n };
+        if ($k eq 'Name') { $v->{name} = utf8_text($kv->{$key}) // $kv->{$key} }
+        elsif ($k eq 'Configured') { $v->{configured} = $kv->{$key} }
+        elsif ($k eq 'EffectiveSum') { $v->{effective_sum} = $kv->{$key} }
+        elsif ($k =~ /^Effective(Unknown|Above\d+|\d+)$/) {
+            # by its bound; 'above' and 'unknown' for the last two
+            my $b = $1;
+            $b = lc($b =~ s/\d+//r) unless $b =~ /^\d/;
+            $v->{effective_sndbuf}{$b} = $kv->{$key};
+        }
+        elsif ($field{$k}) { $v->{ $field{$k} } = $kv->{$key} }
+    }
+    for ([Vhost => 'vhosts'], [Network => 'networks']) {
+        my $s = $slot{ $_->[0] } || {};
+        $j{ $_->[1] } = [map { $s->{$_} } sort { $a <=> $b } keys %$s];
+    }
+    return \%j;
 }
 
 sub by_name {
@@ -313,6 +372,8 @@ sub check_counts {
             if ($k->{wmem_max} >= $size) {
                 is_num($v->{effective_sndbuf}{2 * $size}, $n,
                        "$label: $name effective buffer 2 x $size");
+                is_num($v->{effective_sum}, $n * 2 * $size,
+                       "$label: $name effective buffers add up");
             }
             is_num($v->{clamped}, 0, "$label: $name clamped");
         }
@@ -325,9 +386,10 @@ sub check_counts {
             is_num($v->{clamped}, $clamps ? $n : 0,
                    "$label: clamp.test clamped to wmem_max $k->{wmem_max}");
             if ($clamps && $k->{wmem_max} >= 4096) {
-                # The bucket of 2 x wmem_max: the power of two below it.
+                # The bucket of 2 x wmem_max: the power of two at or
+                # above it.
                 my $b = 4096;
-                $b *= 2 while $b * 2 <= 2 * $k->{wmem_max} && $b < 1 << 30;
+                $b *= 2 while $b < 2 * $k->{wmem_max} && $b < 1 << 30;
                 is_num($v->{effective_sndbuf}{$b}, $n,
                        "$label: clamp.test effective buffer in bucket $b");
             }
@@ -349,20 +411,13 @@ sub check_counts {
     }
 }
 
-# The rule file's name has characters every format must escape: a quote,
-# a backslash, '<' and '>', valid UTF-8 and a byte that is not.
-my $RULES_BASE = "rules\"q\\<\xc3\xa9\xff>.conf";
-
-# The rule's name as the module builds it, as bytes.
-sub rule_bytes {
+# The rule's name as every format shows it (text): its file's name has
+# the odd bytes.
+sub rule_name {
     my $line = shift;
     my $net = $line == 1 ? '127.0.0.0/8' : '10.0.0.0/8';
-    return "SndbufTuneNetwork $net at $RULES:$line";
-}
-
-# ... and as ?json gives it: text, an invalid byte as U+FFFD.
-sub rule_name {
-    return Encode::decode('UTF-8', rule_bytes(shift));
+    return "SndbufTuneNetwork $net at " . $SRV->dir
+        . "/rules$ODD_TEXT.conf:$line";
 }
 
 sub parse_auto {
@@ -379,41 +434,148 @@ sub parse_auto {
     return (\%h, \@bad);
 }
 
-# ?auto says the same as ?json for the test vhosts and the rule.
-sub check_auto_vs_json {
-    my ($label, $auto, $j) = @_;
-    # [name in ?json, name in ?auto]: ?auto gives a name's bytes as
-    # they are, ?json as text.
-    my @vhosts = map { ["$_->[0]:$PORT", "$_->[0]:$PORT"] } @TEST_VHOSTS;
-    my @rules = map { [rule_name($_), rule_bytes($_)] } 1, 2;
-    my $mismatch = 0;
-    my @why;
-    for my $t (['Vhost', 'vhosts', \@vhosts], ['Network', 'networks', \@rules]) {
-        my ($what, $list, $names) = @$t;
-        for my $name (@$names) {
-            my $v = by_name($j->{$list}, $name->[0]) or do {
-                $mismatch++;
-                push @why, "no $name->[0] in ?json";
-                next;
-            };
-            my $p = "SndbufTune$what\[$v->{slot}\]";
-            my %want = (Name => $name->[1],
-                        Configured => $v->{configured} ? 1 : 0,
-                        EffectiveUnknown => $v->{effective_sndbuf}{unknown});
-            $want{$_->[0]} = $v->{$_->[1]} for @FIELDS;
-            for my $b (@{ $j->{effective_sndbuf_buckets} }) {
-                $want{"Effective$b"} = $v->{effective_sndbuf}{$b};
+# Prometheus' text format: ({"name\0label=value\0..." => value}, [lines
+# it does not allow]), label values unescaped, labels sorted by name.
+sub parse_prom {
+    my $text = utf8_text(shift) // return ({}, ['not UTF-8']);
+    my (%m, @bad);
+    for my $line (split /\n/, $text) {
+        next if $line =~ /^# (HELP|TYPE) \w+ ./;
+        my ($name, $labels, $value) =
+            $line =~ /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/
+            or do { push @bad, $line; next };
+        my %l;
+        while (($labels // '')
+               =~ /\G([a-zA-Z_]\w*)="((?:[^"\\]|\\[\\"n])*)"(,|$)/gc) {
+            my ($k, $v) = ($1, $2);
+            $l{$k} = $v =~ s/\\(.)/$1 eq 'n' ? "\n" : $1/gre;
+        }
+        push @bad, $line
+            if defined $labels && (pos($labels) // 0) < length $labels;
+        $m{ prom_key($name, %l) } = $value;
+    }
+    return (\%m, \@bad);
+}
+
+sub prom_key {
+    my ($name, %l) = @_;
+    return join "\0", $name, map { "$_=$l{$_}" } sort keys %l;
+}
+
+# The metrics say what ?auto ($j, read just before) says, for every slot
+# but the status pages' own (which counts these pages); promtool accepts
+# them.
+sub check_prom {
+    my ($label, $text, $j) = @_;
+    my ($m, $bad) = parse_prom($text);
+    check(!@$bad, "$label: metrics parse", map { "bad line: $_" }
+          @$bad[0 .. ($#$bad > 4 ? 4 : $#$bad)]);
+    my ($rc, $out) = (127, '');
+    if (open my $fh, '>', $SRV->dir . '/metrics.txt') {
+        print $fh $text;
+        close $fh;
+        ($rc, $out) = capture('bash', '-c', 'promtool check metrics <"$1" 2>&1',
+                              'promtool', $SRV->dir . '/metrics.txt');
+    }
+    if ($rc == 127 && !$ENV{CI}) {
+        Test::More::diag("no promtool (apt-get install prometheus): not run");
+    }
+    else {
+        check($rc == 0, "$label: promtool check metrics", $out);
+    }
+    my (@why, %seen);
+    my $want = sub {
+        my ($value, $name, %l) = @_;
+        my $key = prom_key("sndbuf_tune_$name", %l);
+        $seen{$key} = 1;
+        my $got = $m->{$key};
+        push @why, "$key: " . ($got // 'none') . ", ?auto: $value"
+            unless defined $got && $got eq $value;
+    };
+    $want->($j->{generation}, 'config_generation');
+    $want->($j->{since}, 'counters_reset_timestamp_seconds');
+    $want->($j->{kernel}{wmem_max}, 'kernel_wmem_max_bytes');
+    $want->($j->{kernel}{$_}, "kernel_$_") for qw(so_buf_lock tcp_info);
+    my @w = @{ $j->{kernel}{tcp_wmem} };
+    $want->($w[$_], 'kernel_tcp_wmem_bytes', bound => (qw(min default max))[$_])
+        for 0 .. 2;
+    for ([vhost => 'vhosts'], [rule => 'networks']) {
+        my ($what, $list) = @$_;
+        for my $v (@{ $j->{$list} }) {
+            next if $v->{name} eq "status.test:$PORT";
+            my @l = ($what => $v->{name});
+            $want->($v->{"requests_$_"}, "${what}_requests_total", @l,
+                    policy => $_) for qw(none unset fixed auto);
+            $want->($v->{bytes_sent}, "${what}_sent_bytes_total", @l);
+            $want->($v->{sndbuf_limited},
+                    "${what}_sndbuf_limited_responses_total", @l);
+            $want->($v->{clamped}, "${what}_clamped_responses_total", @l);
+            $want->($v->{setsockopt_failures},
+                    "${what}_socket_call_failures_total", @l);
+            my $e = $v->{effective_sndbuf};
+            my $count = 0;
+            for my $b (sort { $a <=> $b } grep { /^\d+$/ } keys %$e) {
+                $count += $e->{$b};
+                $want->($count, "${what}_effective_sndbuf_bytes_bucket", @l,
+                        le => $b);
             }
-            for my $key (sort keys %want) {
-                my $got = $auto->{"$p$key"};
-                next if defined $got && $got eq $want{$key};
-                $mismatch++;
-                push @why, "$p$key: got " . ($got // 'undef')
-                    . ", json says $want{$key}";
-            }
+            $count += $e->{above};
+            $want->($count, "${what}_effective_sndbuf_bytes_bucket", @l,
+                    le => '+Inf');
+            $want->($count, "${what}_effective_sndbuf_bytes_count", @l);
+            $want->($v->{effective_sum},
+                    "${what}_effective_sndbuf_bytes_sum", @l);
+            $want->($e->{unknown},
+                    "${what}_effective_sndbuf_unknown_total", @l);
         }
     }
-    check(!$mismatch, "$label: ?auto agrees with ?json", @why[0 .. ($#why > 9 ? 9 : $#why)]);
+    my @extra = grep { !$seen{$_} && !/\Q=status.test:$PORT\E(\0|$)/ } keys %$m;
+    check(!@why && !@extra && keys %seen > 1000,
+          "$label: metrics say what ?auto says, for every slot",
+          @why[0 .. ($#why > 9 ? 9 : $#why)],
+          map { "not in ?auto: " . Encode::encode('UTF-8', s/\0/ /gr) }
+          @extra[0 .. ($#extra > 4 ? 4 : $#extra)]);
+}
+
+# $bytes as text if they are well-formed UTF-8 without a control character
+# other than a newline, else undef.
+sub utf8_text {
+    my $bytes = shift;
+    my $t = eval { Encode::decode('UTF-8', $bytes, Encode::FB_CROAK) };
+    return defined $t && $t !~ /[\x00-\x09\x0b-\x1f\x7f-\x9f]/ ? $t : undef;
+}
+
+sub html_escape {
+    return shift =~ s/&/&amp;/gr =~ s/</&lt;/gr =~ s/>/&gt;/gr =~ s/"/&quot;/gr;
+}
+
+# The odd names in every format: clean UTF-8, each format's escaping.
+sub check_names {
+    my ($mpm, $auto, $html, $metrics) = @_;
+    my ($kv) = parse_auto(utf8_text($auto) // '');
+    my %names = map { ($_ => 1) } @$kv{ grep { /Name$/ } keys %$kv };
+    for (["odd$ODD_TEXT.test:$PORT", 'vhost'], [rule_name(1), 'rule']) {
+        my ($name, $what) = @$_;
+        check($names{$name}, "$mpm: ?auto: the ${what}'s odd name, made clean",
+              "names: " . join ', ', map { Encode::encode('UTF-8', $_) }
+              grep { /odd|rules/ } sort keys %names);
+        my $t = utf8_text($html) // '';
+        check(index($t, html_escape($name)) >= 0 && index($t, $name) < 0,
+              "$mpm: HTML: the ${what}'s odd name, clean and escaped",
+              "want " . Encode::encode('UTF-8', html_escape($name)));
+        my $l = $what . '="' . ($name =~ s/([\\"])/\\$1/gr) . '"';
+        check(index(utf8_text($metrics) // '', "{$l") >= 0,
+              "$mpm: metrics: the ${what}'s odd name, clean and escaped",
+              "want " . Encode::encode('UTF-8', $l));
+    }
+    check(defined utf8_text($auto), "$mpm: ?auto is UTF-8, no control bytes");
+    check(defined utf8_text($html), "$mpm: HTML is UTF-8, no control bytes");
+    check(defined utf8_text($metrics),
+          "$mpm: metrics are UTF-8, no control bytes");
+    my (undef, undef, $shtml) = http_get('status.test', '/server-status');
+    my $at = index $shtml, '<h2>mod_sndbuf_tune</h2>';
+    check($at >= 0 && defined utf8_text(substr $shtml, $at),
+          "$mpm: mod_status HTML: our section is UTF-8, no control bytes");
 }
 
 # ---------------------------------------------------------------------------
@@ -427,7 +589,7 @@ sub run_mpm {
         name => "status-$mpm", mpm => $mpm, mpm_conf => $MPM_CONF{$mpm},
         modules => [qw(authz_host status)], log_level => 'info');
     $PORT = $SRV->port;
-    $RULES = $SRV->dir . "/$RULES_BASE";
+    $RULES = $SRV->dir . "/rules$ODD_BYTES.conf";
     Test::More::diag("$mpm MPM: ServerRoot " . $SRV->dir . ", port $PORT");
     $SRV->add_file("/$_.bin", 'x' x $FILE{$_}) for keys %FILE;
     open my $rf, '>', $RULES or die "$RULES: $!";
@@ -449,6 +611,201 @@ sub run_mpm {
         unless Test::More->builder->is_passing;
 }
 
+# ---------------------------------------------------------------------------
+# A real Prometheus (t/status/prometheus.t): it scrapes a test apache2's
+# sndbuf-tune-metrics every second; its HTTP API must then give, for rate()
+# per policy and histogram_quantile over the effective sizes, the values
+# the test's requests imply. The server is the prometheus binary run as
+# this process's child, with a configuration, a TSDB and a web port of its
+# own on 127.0.0.1, in the server's temporary directory: never the
+# system's service (Debian's package starts one on 0.0.0.0:9090 where
+# services start on install), which the test neither needs nor touches.
+
+# The requests: vhost => [its SndbufTune line, requests]. 32k and 64k give
+# buffers of 65536 and 131072 (Linux doubles), within Linux's default
+# wmem_max (212992).
+my %PROM_LOAD = ('small.test' => ['SndbufTune 32k', 30],
+                 'large.test' => ['SndbufTune 64k', 10],
+                 'unset.test' => ['SndbufTune unset', 20],
+                 'none.test' => ['', 5]);
+
+my %PROM_PIDS;      # Prometheus servers running, stopped at exit
+END {
+    local ($?, $!);
+    prom_stop($_) for keys %PROM_PIDS;
+}
+
+sub prom_stop {
+    my $pid = shift;
+    delete $PROM_PIDS{$pid};
+    kill 'TERM', $pid;
+    my ($gone) = poll_until(30, sub {
+        waitpid($pid, POSIX::WNOHANG()) == $pid }, 0.05);
+    return 1 if $gone;
+    kill 'KILL', $pid;
+    waitpid($pid, 0);
+    return 0;
+}
+
+# The API's answer to an instant query at $time (undef: now): its
+# data.result, or undef.
+sub prom_query {
+    my ($api, $query, $time) = @_;
+    my %form = (query => $query, defined $time ? (time => $time) : ());
+    my $r = HTTP::Tiny->new(timeout => 10)->get("$api/api/v1/query?"
+        . HTTP::Tiny->www_form_urlencode(\%form));
+    return undef unless $r->{success};
+    my $j = eval { JSON::PP->new->utf8->decode($r->{content}) };
+    return $j && $j->{status} eq 'success' ? $j->{data}{result} : undef;
+}
+
+# histogram_quantile's answer for sizes given as {size => count}: the
+# bucket (le) where the rank falls, interpolated linearly inside it.
+sub implied_quantile {
+    my ($q, %n) = @_;
+    my @bounds = map { 1 << $_ } 12 .. 30;
+    my ($total, $below, $lower) = (0, 0, 0);
+    $total += $_ for values %n;
+    for my $b (@bounds) {
+        my $in = 0;
+        $in += $n{$_} for grep { $_ > $lower && $_ <= $b } keys %n;
+        return $lower + ($b - $lower) * ($q * $total - $below) / $in
+            if $in && $below + $in >= $q * $total;
+        ($below, $lower) = ($below + $in, $b);
+    }
+    return undef;
+}
+
+sub close_to {
+    my ($got, $want, $name) = @_;
+    return check(defined $got && abs($got - $want) <= 1e-9 * abs($want),
+                 $name, "got " . ($got // 'undef') . ", want $want");
+}
+
+sub run_prometheus {
+    my $bin = (grep { -x } map { "$_/prometheus" } split /:/, $ENV{PATH})[0];
+    unless ($bin) {
+        Test::More::plan(skip_all => 'no prometheus (apt-get install '
+                         . 'prometheus)') unless $ENV{CI};
+        Test::More::fail('no prometheus under CI: scripts/ensure-deps');
+        return;
+    }
+    $SIG{PIPE} = 'IGNORE';
+    my @vhosts = map { vhost($_, $PROM_LOAD{$_}[0] || ()) }
+        sort keys %PROM_LOAD;
+    $SRV = SndbufTune::Server->new(name => 'status-prometheus',
+        modules => ['authz_host'], body => join "\n",
+        # the first vhost: the one the scraper's Host: 127.0.0.1 finds
+        vhost('metrics.test', '<Location /metrics>',
+              '    SetHandler sndbuf-tune-metrics',
+              '    Require ip 127.0.0.1', '</Location>'),
+        @vhosts, vhost('mark.test'), vhost("odd$ODD_BYTES.test"));
+    $PORT = $SRV->port;
+    $SRV->add_file('/f', 'x' x 1000);
+    check($SRV->start, 'apache2 -k start', $SRV->error) or return;
+
+    my $dir = $SRV->dir . '/prometheus';
+    mkdir $dir or die "$dir: $!";
+    open my $fh, '>', "$dir/prometheus.yml" or die "$dir: $!";
+    print $fh "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+        . "scrape_configs:\n  - job_name: sbt\n    static_configs:\n"
+        . "      - targets: ['127.0.0.1:$PORT']\n";
+    close $fh;
+    my $listen = '127.0.0.1:' . SndbufTune::Util::free_port();
+    my $api = "http://$listen";
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        open STDIN, '<', '/dev/null';
+        open STDOUT, '>', "$dir/log";
+        open STDERR, '>&', \*STDOUT;
+        exec($bin, "--config.file=$dir/prometheus.yml",
+             "--storage.tsdb.path=$dir/data", "--web.listen-address=$listen")
+            or POSIX::_exit(127);
+    }
+    $PROM_PIDS{$pid} = 1;
+    my $log = sub { open my $l, '<', "$dir/log" or return ''; local $/; <$l> };
+    # Ready, and a first scrape stored: every series starts from zero.
+    # (Prometheus starts its scrapes some 5 s after it starts.)
+    my ($first) = poll_until(60, sub {
+        return 'died' if waitpid($pid, POSIX::WNOHANG()) == $pid;
+        my $r = prom_query($api, 'sndbuf_tune_config_generation');
+        return $r && @$r ? 'scraped' : 0;
+    }, 0.1);
+    check(($first // '') eq 'scraped', 'prometheus starts and scrapes',
+          $log->()) or return;
+    my (undef, $ss) = capture('ss', '-Hltnp');
+    my @socks = grep { /pid=$pid,/ } split /\n/, $ss;
+    check(@socks && !grep({ !/\s127\.0\.0\.1:\d+\s/ } @socks),
+          'prometheus listens on 127.0.0.1 only', @socks);
+
+    my $bad = 0;
+    for my $host (sort keys %PROM_LOAD) {
+        for (1 .. $PROM_LOAD{$host}[1]) {
+            my ($st, undef, $body) = http_get($host, '/f');
+            $bad++ unless $st == 200 && length $body == 1000;
+        }
+    }
+    is_num($bad, 0, 'every request answered in full');
+    # The marker: counted after every request above, so a scrape that
+    # saw it saw them all. That scrape's time is the time the queries use.
+    http_get('mark.test', '/f');
+    my $mark = 'sndbuf_tune_vhost_requests_total'
+        . qq{{vhost="mark.test:$PORT",policy="none"}};
+    my ($t) = poll_until(60, sub {
+        # timestamp() of the selector itself: the scrape's time
+        my $r = prom_query($api, "timestamp($mark) and $mark == 1");
+        return $r && @$r ? $r->[0]{value}[1] : 0;
+    }, 0.1);
+    check($t, 'prometheus scraped the requests', $log->()) or return;
+
+    my $r = prom_query($api,
+        'count_over_time(sndbuf_tune_config_generation[1h])', $t);
+    check($r && @$r && $r->[0]{value}[1] >= 2,
+          'prometheus scraped at least twice');
+    $r = prom_query($api, 'up{job="sbt"}', $t);
+    check($r && @$r == 1 && $r->[0]{value}[1] eq '1', 'its target is up');
+
+    # Requests per second per policy over the hour up to the last scrape:
+    # the counts / 3600 exactly, as every series started at 0 in a scrape
+    # and the hour ends at a scrape (nothing to extrapolate).
+    my %n = map { ($_ => $PROM_LOAD{$_}[1]) } keys %PROM_LOAD;
+    my %want = (none => 1 + $n{'none.test'}, auto => 0,
+                unset => $n{'unset.test'},
+                fixed => $n{'small.test'} + $n{'large.test'});
+    $r = prom_query($api, 'sum by (policy) (rate('
+        . 'sndbuf_tune_vhost_requests_total'
+        . qq{{vhost!="metrics.test:$PORT"}[1h]))}, $t) || [];
+    my %got = map { ($_->{metric}{policy} => $_->{value}[1]) } @$r;
+    close_to($got{$_}, $want{$_} / 3600,
+             "rate() of the $_ requests: $want{$_} in the hour")
+        for sort keys %want;
+
+    # Quantiles of the effective buffer over the two fixed vhosts.
+    my %sizes = (65536 => $n{'small.test'}, 131072 => $n{'large.test'});
+    for my $q (0.5, 0.75, 0.9) {
+        $r = prom_query($api, "histogram_quantile($q, sum by (le) (rate("
+            . 'sndbuf_tune_vhost_effective_sndbuf_bytes_bucket'
+            . qq{{vhost=~"(small|large)\\\\.test:$PORT"}[1h])))}, $t);
+        close_to($r && @$r ? $r->[0]{value}[1] : undef,
+                 implied_quantile($q, %sizes), "histogram_quantile($q)");
+    }
+    $r = prom_query($api, 'increase('
+        . 'sndbuf_tune_vhost_effective_sndbuf_bytes_sum'
+        . qq{{vhost="small.test:$PORT"}[1h])}, $t);
+    close_to($r && @$r ? $r->[0]{value}[1] : undef, $n{'small.test'} * 65536,
+             "increase() of the histogram sum: $n{'small.test'} x 65536");
+
+    # The odd name came through Prometheus' parser as the clean text.
+    $r = prom_query($api, 'sndbuf_tune_vhost_requests_total{policy="none"}',
+                    $t) || [];
+    check((grep { $_->{metric}{vhost} eq "odd$ODD_TEXT.test:$PORT" } @$r),
+          'prometheus has the odd name, as clean text');
+
+    check(prom_stop($pid), 'prometheus stops on SIGTERM', $log->());
+    check(!kill(0, $pid), 'no prometheus process left');
+    check($SRV->stop, 'apache2 -k stop', $SRV->error);
+}
+
 # Configuration 1, started; its generation, or undef.
 sub start_gen1 {
     my $mpm = shift;
@@ -456,8 +813,8 @@ sub start_gen1 {
     my ($rc, $out) = $SRV->syntax_check;
     check(!$rc, "$mpm: configuration 1 is valid", $out) or return undef;
     check($SRV->start, "$mpm: apache2 -k start", $SRV->error) or return undef;
-    my ($j) = poll_until(30, \&status_json, 0.05);
-    check($j, "$mpm: server up, ?json answers", $SRV->log_tail)
+    my ($j) = poll_until(30, \&status_auto, 0.05);
+    check($j, "$mpm: server up, ?auto answers", $SRV->log_tail)
         or return undef;
     return $j->{generation};
 }
@@ -474,10 +831,40 @@ sub access_and_formats {
     ($st) = http_req('POST', 'status.test', '/sbt-status');
     is_num($st, 405, "$mpm: POST is not allowed");
     my ($head_h, $hbody);
-    ($st, $head_h, $hbody) = http_req('HEAD', 'status.test', '/sbt-status?json');
+    ($st, $head_h, $hbody) = http_req('HEAD', 'status.test',
+                                      '/sbt-status?auto');
     check($st == 200 && $hbody eq ''
-          && ($head_h->{'content-type'} // '') eq 'application/json',
+          && ($head_h->{'content-type'} // '') eq 'text/plain; charset=utf-8',
           "$mpm: HEAD answers without a body");
+    my $s = check_mod_status_auto("$mpm before any load");
+    is_num($s->{SndbufTuneTotalRequestsFixed}, 0,
+           "$mpm: mod_status ?auto section before any load: no fixed requests");
+}
+
+# mod_status's own ?auto, which apache_exporter and scripts read: its first
+# line is the name the request used, every other one "Key: value", no key
+# twice, mod_status's keys and our section's among them. Returns the keys.
+sub check_mod_status_auto {
+    my $label = shift;
+    my ($st, undef, $body) = http_get('status.test', '/server-status?auto');
+    my ($host, @lines) = split /\n/, $body;
+    my (%kv, @bad);
+    for (@lines) {
+        if (/^([A-Za-z][A-Za-z0-9 ]*):(?: (.*))?$/ && !exists $kv{$1}) {
+            $kv{$1} = $2 // '';
+        }
+        else {
+            push @bad, "bad line: $_";
+        }
+    }
+    my @missing = grep { !defined $kv{$_} } 'Total Accesses', 'BusyWorkers',
+        'Scoreboard', map({ "SndbufTuneTotal$_->[0]" } @FIELDS),
+        'SndbufTuneKernelWmemMax', 'SndbufTuneKernelTcpWmem';
+    check($st == 200 && ($host // '') eq 'status.test' && !@bad && !@missing,
+          "$label: mod_status ?auto: the server's name, then Key: value lines",
+          "status $st, first line " . ($host // 'undef'),
+          @bad[0 .. ($#bad > 4 ? 4 : $#bad)], map { "missing: $_" } @missing);
+    return \%kv;
 }
 
 # The first load, and every format's view of the counters after it.
@@ -498,8 +885,8 @@ sub load_gen1 {
     }
     is_num($fill_ok, 3, "$mpm: 3 requests to the last filler");
 
-    my $j = status_json();
-    check($j, "$mpm: ?json parses after load 1") or return 0;
+    my $j = status_auto();
+    check($j, "$mpm: ?auto parses after load 1") or return 0;
     is_num($j->{slots}, 256, "$mpm: 256 slots");
     open my $fh, '<', '/proc/sys/net/core/wmem_max' or die "wmem_max: $!";
     chomp(my $w = <$fh>);
@@ -514,7 +901,8 @@ sub load_gen1 {
           "$mpm: the last filler has no slot of its own");
     check($other && $other->{requests_none} == 3 && $other->{configured},
           "$mpm: (other) counted its 3 requests",
-          "got " . JSON::PP->new->canonical->encode($other // {}));
+          "got " . join ', ',
+          map { "$_=$other->{$_}" } sort keys %{ $other // {} });
     is_num(scalar(grep { $_->{name} ne '(other)' } @{ $j->{vhosts} }), 256,
            "$mpm: every slot in use");
 
@@ -526,22 +914,20 @@ sub load_gen1 {
     check(!@$badlines && keys %$auto > 100,
           "$mpm: ?auto parses as Key: value lines", map { "bad line: $_" }
           @$badlines[0 .. ($#$badlines > 4 ? 4 : $#$badlines)]);
-    check_auto_vs_json("$mpm gen 1", $auto, $j);
-
-    my (undef, $jh) = http_get('status.test', '/sbt-status?json');
-    Test::More::is($jh->{'content-type'}, 'application/json',
-                   "$mpm: ?json content type");
 
     my ($hst, $hh, $html) = http_get('status.test', '/sbt-status');
     is_num($hst, 200, "$mpm: HTML page answers");
     check(($hh->{'content-type'} // '') =~ m{^text/html},
           "$mpm: HTML is text/html");
     check(index($html, "fixed.test:$PORT") >= 0, "$mpm: HTML names the vhosts");
-    check(index($html, 'rules&quot;q\\&lt;') >= 0 && index($html, 'q\\<') < 0,
-          "$mpm: HTML escapes the rule's name");
+    my ($mst, $mh, $metrics) = http_get('status.test', '/sbt-metrics');
+    check($mst == 200 && ($mh->{'content-type'} // '') eq
+          'text/plain; version=0.0.4; charset=utf-8',
+          "$mpm: metrics answer, in Prometheus' text format 0.0.4");
+    check_prom("$mpm gen 1", $metrics, $j);
+    check_names($mpm, $abody, $html, $metrics);
 
-    my (undef, undef, $sauto) = http_get('status.test', '/server-status?auto');
-    my ($s) = parse_auto($sauto);
+    my $s = check_mod_status_auto("$mpm after load 1");
     is_num($s->{SndbufTuneTotalRequestsFixed}, 3 * $N,
            "$mpm: mod_status ?auto section: fixed requests in all");
     is_num($s->{SndbufTuneTotalRequestsUnset}, $N,
@@ -556,11 +942,11 @@ sub load_gen1 {
     return 1;
 }
 
-# ?json once the server serves generation $gen.
-sub generation_json {
+# ?auto once the server serves generation $gen.
+sub generation_auto {
     my $gen = shift;
     my ($j) = poll_until(30, sub {
-        my $j = status_json();
+        my $j = status_auto();
         return $j && $j->{generation} == $gen ? $j : undef;
     }, 0.05);
     return $j;
@@ -572,7 +958,7 @@ sub graceful_gen2 {
     my @names = map { $_->[0] } @TEST_VHOSTS;
     my ($rc, $out) = $SRV->graceful(body => body(2));
     check(!$rc, "$mpm: apache2 -k graceful", $out);
-    my $j = generation_json($gen1 + 1);
+    my $j = generation_auto($gen1 + 1);
     check($j, "$mpm: generation 2 serves", $SRV->log_tail) or return 0;
     check_counts($j, "$mpm gen 2 (graceful)", $N, new => 0);
     my $departed = qr/^fill-0(0[1-9]|10)\.test:/;
@@ -593,12 +979,11 @@ sub graceful_gen2 {
     is_num($bad, 0, "$mpm: load 2: every response complete");
     my $pids = pids_since($log_from, @names);
     check($pids >= 2, "$mpm: load 2 served by several processes ($pids)");
-    $j = status_json();
-    check($j, "$mpm: ?json parses after load 2");
+    $j = status_auto();
+    check($j, "$mpm: ?auto parses after load 2");
     check_counts($j, "$mpm gen 2 after load", 2 * $N, new => $N) if $j;
-    my (undef, undef, $abody) = http_get('status.test', '/sbt-status?auto');
-    my ($auto) = parse_auto($abody);
-    check_auto_vs_json("$mpm gen 2", $auto, $j) if $j;
+    my (undef, undef, $metrics) = http_get('status.test', '/sbt-metrics');
+    check_prom("$mpm gen 2", $metrics, $j) if $j;
     return 1;
 }
 
@@ -609,7 +994,7 @@ sub restart_gen3 {
     $LOG_PERIOD = -s $SRV->access_log;
     my ($rc, $out) = $SRV->restart;
     check(!$rc, "$mpm: apache2 -k restart", $out);
-    my $j = generation_json($gen1 + 2);
+    my $j = generation_auto($gen1 + 2);
     check($j, "$mpm: generation 3 serves", $SRV->log_tail) or return 0;
     check_counts($j, "$mpm gen 3 (full restart)", 0, new => 0);
     my $stale = grep { !$_->{configured} } @{ $j->{vhosts} }, @{ $j->{networks} };
@@ -617,7 +1002,7 @@ sub restart_gen3 {
     check(!by_name($j->{vhosts}, '(other)'), "$mpm: (other) is empty and hidden");
     my $bad = load(2, 1, targets(@names, 'new.test'));
     is_num($bad, 0, "$mpm: load 3: every response complete");
-    $j = status_json();
+    $j = status_auto();
     check_counts($j, "$mpm gen 3 after load", 4, new => 4) if $j;
     return 1;
 }
