@@ -57,17 +57,22 @@ APLOG_USE_MODULE(sndbuf_tune);
 #define SBT_AUTO_RAMP_SHIFT     2
 #define SBT_AUTO_RAMP_FLAT      3
 
-/* A flow reads the queue at its bottleneck from its own RTT.  Below 1/8
- * of the minimum RTT the path has room: a send-buffer-limited flow may
- * double, as fast as slow start, and one that is not moves to the
- * target.  Above, the buffer is steered as FAST TCP steers its window:
- * halfway each look toward
- *     cur x min RTT / RTT + STEP,
+/* A flow reads the queue at its bottleneck from its own RTT: what the
+ * smoothed RTT has beyond the minimum and beyond its own variation (the
+ * jitter of a short path is no queue).  Below 1/16 of the minimum RTT
+ * the path has room: a send-buffer-limited flow grows by a quarter per
+ * look, and one that is not moves to the target.  Above, the buffer is
+ * steered as FAST TCP steers its window: halfway each look toward
+ *     cur x (min RTT + variation) / RTT + STEP,
  * whose fixed point leaves STEP bytes of each flow in the queue.  All
  * flows through one bottleneck see the same queueing delay, so they
  * settle at equal rates, however unequal they started; a target made
- * of each flow's own rate would keep whatever split they had. */
+ * of each flow's own rate would keep whatever split they had.  A queue
+ * shorter than SBT_AUTO_QUEUE_MIN is not steered: on a fast path the
+ * delay that load adds in NICs and hosts (interrupt coalescing, a busy
+ * relay) is of that order, and steering by it would starve the flow. */
 #define SBT_AUTO_QUEUE_SHIFT    4
+#define SBT_AUTO_QUEUE_MIN      2000    /* microseconds */
 #define SBT_AUTO_GROW_SHIFT     2
 #define SBT_AUTO_STEP_SEGMENTS  8
 
@@ -124,6 +129,7 @@ struct sbt_auto_t {
 /** What one look saw. */
 typedef struct {
     apr_uint32_t srtt_us;
+    apr_uint32_t rttvar_us;
     apr_uint32_t mss;
     int limited;
 } sbt_auto_seen_t;
@@ -199,20 +205,26 @@ static apr_uint64_t sbt_auto_target(apr_uint64_t rate, apr_uint32_t rtt_us)
 static int sbt_auto_next(const sbt_auto_t *a, const sbt_auto_seen_t *s,
                          int cur, const char **why)
 {
-    apr_uint64_t next = sbt_auto_target(a->rate, a->min_rtt_us);
-    apr_uint64_t c = (apr_uint64_t)cur;
-    apr_uint32_t queue = s->srtt_us > a->min_rtt_us
-                         ? s->srtt_us - a->min_rtt_us : 0;
+    apr_uint64_t c = (apr_uint64_t)cur, next;
+    apr_uint32_t base = a->min_rtt_us + s->rttvar_us;
+    apr_uint32_t queue = s->srtt_us > base ? s->srtt_us - base : 0;
 
     if (a->rq->d.tune.rate) {
-        /* Trusted. */
+        next = sbt_auto_target(a->rate, a->min_rtt_us);
     }
-    else if (queue > a->min_rtt_us >> SBT_AUTO_QUEUE_SHIFT) {
-        next = (c + c * a->min_rtt_us / s->srtt_us
+    else if (queue > a->min_rtt_us >> SBT_AUTO_QUEUE_SHIFT
+             && queue > SBT_AUTO_QUEUE_MIN) {
+        next = (c + c * base / s->srtt_us
                 + (apr_uint64_t)s->mss * SBT_AUTO_STEP_SEGMENTS) / 2;
     }
-    else if (s->limited && next < c + (c >> SBT_AUTO_GROW_SHIFT)) {
-        next = c + (c >> SBT_AUTO_GROW_SHIFT);
+    else {
+        /* No queue to speak of: size for the RTT the flow sees, and let
+         * a buffer that holds the flow back grow. */
+        next = sbt_auto_target(a->rate, s->srtt_us > a->min_rtt_us
+                                        ? s->srtt_us : a->min_rtt_us);
+        if (s->limited && next < c + (c >> SBT_AUTO_GROW_SHIFT)) {
+            next = c + (c >> SBT_AUTO_GROW_SHIFT);
+        }
     }
     if (next < c / 2) {
         next = c / 2;
@@ -299,9 +311,9 @@ static int sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
     sbt_sock_tally(c, &did, &a->tally);
     a->retunes++;
     ap_log_cerror(APLOG_MARK, APLOG_TRACE1, 0, c, "SndbufTune auto re-tune "
-                  "%d: min rtt %uus srtt %uus rate %" APR_UINT64_T_FMT
+                  "%d: min rtt %uus srtt %uus/%uus rate %" APR_UINT64_T_FMT
                   " B/s%s, %d -> %d%s%s: %s, effective %d", a->retunes,
-                  a->min_rtt_us, s->srtt_us, a->rate,
+                  a->min_rtt_us, s->srtt_us, s->rttvar_us, a->rate,
                   s->limited ? ", send-buffer-limited" : "", cur, next,
                   why ? ", " : "", why ? why : "", did.done,
                   conn->sock.effective);
@@ -338,6 +350,7 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
         a->rate = a->measured;
     }
     s.srtt_us = ti.rtt_us;
+    s.rttvar_us = ti.rttvar_us;
     s.mss = ti.snd_mss;
     s.limited = (ti.valid & SBT_TI_CHRONO)
                 && ((ti.sndbuf_limited_us - a->limited_us)

@@ -172,6 +172,7 @@ int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
     if (TI_HAS(len, tcpi_total_retrans)) {
         out->valid |= SBT_TI_BASE;
         out->rtt_us = ti.tcpi_rtt;
+        out->rttvar_us = ti.tcpi_rttvar;
         out->snd_mss = ti.tcpi_snd_mss;
         out->total_retrans = ti.tcpi_total_retrans;
         out->unacked = ti.tcpi_unacked;

@@ -32,6 +32,7 @@ extern sbt_kernel_t sbt_kernel;
 typedef struct {
     unsigned int valid;        /**< SBT_TI_* bits */
     apr_uint32_t rtt_us;       /**< smoothed RTT (EWMA) */
+    apr_uint32_t rttvar_us;    /**< its mean deviation */
     apr_uint32_t min_rtt_us;   /**< windowed minimum RTT */
     apr_uint32_t snd_mss;
     apr_uint32_t total_retrans;
@@ -42,7 +43,8 @@ typedef struct {
     apr_uint64_t sndbuf_limited_us;
 } sbt_tcp_info_t;
 
-#define SBT_TI_BASE        0x01  /**< rtt, mss, total_retrans, unacked */
+#define SBT_TI_BASE        0x01  /**< rtt, rttvar, mss, total_retrans,
+                                      unacked */
 #define SBT_TI_BYTES_ACKED 0x02
 #define SBT_TI_MIN_RTT     0x04
 #define SBT_TI_DELIVERY    0x08
