@@ -8,8 +8,8 @@ package SndbufTune::Reliability;
 #       sizes => { '1m' => 1 << 20, ... }, conf => 'more lines',
 #       %server_options);
 #   $lab->start or die $lab->srv->error;
-#   $lab->url($proto, $where, $name)   $proto: h1, h2c or h2tls;
-#                                      $where: files, fixed, unset, auto
+#   $lab->protos                       h1 h2c h2tls; under prefork h1 h1tls
+#   $lab->url($proto, $where, $name)   $where: files, fixed, unset, auto
 #   my ($ok, $why) = $lab->download($proto, $where, $name, %curl);
 #   my $counters = $lab->status;       # ?auto as { Key => value }
 #   my @lines = $lab->log_lines(qr/.../);
@@ -17,7 +17,10 @@ package SndbufTune::Reliability;
 #
 # The layout: the plain port speaks HTTP/1.1 and h2c (prior knowledge),
 # and its default vhost has no SndbufTune; the TLS port (h2, http/1.1) is
-# a vhost whose own default is SndbufTune 64k. On both, /fixed/ is 256k,
+# a vhost whose own default is SndbufTune 64k. Under prefork, mod_http2
+# declares HTTP/2 inactive (AH10034) and, told H2Direct anyway, its
+# children crash with slow h2c downloads (SIGSEGV, without this module
+# too): there both ports speak HTTP/1.1 only. On both, /fixed/ is 256k,
 # /unset/ unset and /auto/ auto; /files/ holds the files themselves and
 # the other three hold links to them. /sbt-status is the status page.
 use strict;
@@ -30,7 +33,6 @@ use SndbufTune::Server ();
 use SndbufTune::Util qw(capture free_port sha256_file);
 
 our @WHERE = qw(files fixed unset auto);
-our @PROTOS = qw(h1 h2c h2tls);
 
 # The policy each location gets, per port ('none': the module's note when
 # no SndbufTune applies).
@@ -41,9 +43,8 @@ our %POLICY = (
                auto => 'auto' },
 );
 
+my $H2 = "Protocols h2c http/1.1\nH2Direct on\n";
 my $BODY = <<'EOF';
-Protocols h2c http/1.1
-H2Direct on
 <Location /fixed/>
     SndbufTune 256k
 </Location>
@@ -62,7 +63,7 @@ Listen @ADDR@:@TLSPORT@
     SSLEngine on
     SSLCertificateFile "@DIR@/tls.crt"
     SSLCertificateKeyFile "@DIR@/tls.key"
-    Protocols h2 http/1.1
+    @TLSPROTOCOLS@
     SndbufTune 64k
 </VirtualHost>
 EOF
@@ -71,13 +72,19 @@ sub new {
     my ($class, %a) = @_;
     my $sizes = delete $a{sizes} or die 'sizes required';
     my $conf = delete $a{conf} // '';
+    my $h2 = ($a{mpm} // 'event') ne 'prefork';
     my $tls_port = free_port();
     my $srv = SndbufTune::Server->new(
-        name => 'reliab', modules => [qw(ssl http2)], body => $BODY . $conf,
+        name => 'reliab', modules => [qw(ssl http2)],
+        body => ($h2 ? $H2 : '') . $BODY . $conf,
         log_level => 'info', timeout => 60, %a,
-        tokens => { TLSPORT => $tls_port, %{ $a{tokens} || {} } });
+        tokens => { TLSPORT => $tls_port,
+                    TLSPROTOCOLS => 'Protocols ' . ($h2 ? 'h2 ' : '')
+                                    . 'http/1.1',
+                    %{ $a{tokens} || {} } });
     my $self = bless { srv => $srv, tls_port => $tls_port, sizes => $sizes,
-                       sha => {} }, $class;
+                       sha => {}, protos => $h2 ? [qw(h1 h2c h2tls)]
+                                                : [qw(h1 h1tls)] }, $class;
     $self->_make_cert;
     for my $name (sort keys %$sizes) {
         $self->{sha}{$name} = $srv->add_random_file("/files/$name.bin",
@@ -92,6 +99,7 @@ sub srv { $_[0]{srv} }
 sub tls_port { $_[0]{tls_port} }
 sub sizes { $_[0]{sizes} }
 sub sha { $_[0]{sha}{$_[1]} }
+sub protos { @{ $_[0]{protos} } }
 sub start { $_[0]{srv}->start }
 
 # A self-signed certificate for 127.0.0.1 (clients do not verify it).
@@ -106,7 +114,7 @@ sub _make_cert {
     die "openssl could not make a certificate: $out" if $rc;
 }
 
-sub port_of { $_[1] eq 'h2tls' ? 'tls' : 'plain' }
+sub port_of { $_[1] =~ /tls$/ ? 'tls' : 'plain' }
 
 sub policy {
     my ($self, $proto, $where) = @_;
@@ -116,7 +124,7 @@ sub policy {
 sub url {
     my ($self, $proto, $where, $name) = @_;
     my $path = "/$where/$name.bin";
-    return $proto eq 'h2tls'
+    return $self->port_of($proto) eq 'tls'
         ? "https://$self->{srv}{addr}:$self->{tls_port}$path"
         : $self->{srv}->url($path);
 }
@@ -126,20 +134,24 @@ my %CURL = (
     h1    => ['--http1.1'],
     h2c   => ['--http2-prior-knowledge'],
     h2tls => ['--http2', '-k'],
+    h1tls => ['--http1.1', '-k'],
 );
 
-# One download with curl into a temporary file: (1, '') when it arrived
-# whole over the right protocol with status 200 and the file's SHA-256,
-# else (0, why). %o: limit_rate (curl --limit-rate), max_time (default 120).
+# One download with curl: (1, '') when it arrived whole over the right
+# protocol with status 200 and the file's SHA-256, else (0, why), why
+# starting with 'curl exit' when curl failed (a cut connection). %o:
+# limit_rate (curl --limit-rate), max_time (default 120), output (the file
+# to write, watched by the caller; default a temporary file).
 sub download {
     my ($self, $proto, $where, $name, %o) = @_;
-    my $tmp = File::Temp->new(TEMPLATE => 'sbt-dl-XXXXXX', TMPDIR => 1);
+    my $tmp = $o{output}
+        // File::Temp->new(TEMPLATE => 'sbt-dl-XXXXXX', TMPDIR => 1);
     my @cmd = ('curl', '-sS', @{ $CURL{$proto} }, '--max-time',
                $o{max_time} // 120, '-o', "$tmp", '-w',
                '%{http_code} %{http_version} %{size_download}');
     push @cmd, '--limit-rate', $o{limit_rate} if $o{limit_rate};
     my ($rc, $out) = capture(@cmd, $self->url($proto, $where, $name));
-    my $want_version = $proto eq 'h1' ? '1.1' : '2';
+    my $want_version = $proto =~ /^h1/ ? '1.1' : '2';
     my $size = $self->{sizes}{$name};
     return (0, "curl exit $rc: $out") if $rc;
     return (0, "got '$out', want '200 $want_version $size'")
