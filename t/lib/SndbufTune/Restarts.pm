@@ -244,6 +244,7 @@ sub start_victims {
             my $pid = fork // die "fork: $!";
             if (!$pid) {
                 $SIG{$_} = sub { POSIX::_exit(1) } for qw(INT TERM HUP PIPE);
+                setpgrp;            # its curl goes with it (kill_victims)
                 my ($ok, $why) = $LAB->download($proto, $where, '8m',
                     limit_rate => $VICTIM_RATE, output => $file);
                 open my $fh, '>', "$file.result";
@@ -267,7 +268,7 @@ sub restart {
 
     # auto three times: what a restart must not wait for
     my @protos = grep { $h2c || $_ ne 'h2c' } $LAB->protos;
-    my ($c, $victims, $log_from) = restart_cutting($label, $gen,
+    my ($c, $victims, $log_from) = restart_cutting($label, $gen, 0,
         map { my $p = $_; map { [$p, $_] } @LOCATIONS, 'auto', 'auto' }
         @protos) or return;
     my @victims = @$victims;
@@ -299,12 +300,13 @@ sub restart {
     return $released;
 }
 
-# apache2 -k restart once downloads (@_: [protocol, location] each) are in
+# apache2 -k restart once downloads ([protocol, location] each) are in
 # flight: (counters of generation $gen, the downloads, error log offset
-# before the restart), once they ended; () if the new generation does not
-# serve. Checks that no old child is left.
+# before the restart), once they ended (or, with $kill, were ended: the
+# kernel may still hold a whole file for one whose server is gone); () if
+# the new generation does not serve. Checks that no old child is left.
 sub restart_cutting {
-    my ($label, $gen, @pairs) = @_;
+    my ($label, $gen, $kill, @pairs) = @_;
     my @victims = start_victims(@pairs);
     my ($flowing) = poll_until(60, sub {
         !grep { !-s $_->{file} } @victims }, 0.01);
@@ -318,6 +320,7 @@ sub restart_cutting {
     check($c, "$label: generation $gen serves", $LAB->srv->log_tail);
     check(!alive(@old), "$label: none of the old children is left",
           'left: ' . join(' ', alive(@old)));
+    kill 'TERM', map { -$_->{pid} } @victims if $kill;
     waitpid $_->{pid}, 0 for @victims;
     return $c ? ($c, \@victims, $log_from) : ();
 }
@@ -340,7 +343,7 @@ sub run_auto_inflight {
     for my $round (1 .. $rounds) {
         my $label = "$mpm: restart $round";
         my (undef, undef, $log_from) =
-            restart_cutting($label, ++$gen, (['h1', 'auto']) x 8) or last;
+            restart_cutting($label, ++$gen, 1, (['h1', 'auto']) x 8) or last;
         my @killed = grep { /$KILLED|AH00045|still did not exit/ }
             split /\n/, substr($LAB->srv->log_text, $log_from);
         check(!@killed, "$label: every child exited at the first signal",
