@@ -115,6 +115,7 @@ clean: fuzz-clean
 #
 #   make sanitize   build/asan/mod_sndbuf_tune.so   ASan + UBSan (clang)
 #                   build/tsan/mod_sndbuf_tune.so   ThreadSanitizer (gcc)
+#                   build/tsan_pools.so             TSan sees APR pools
 #
 # ThreadSanitizer is gcc's: clang 14's TSan runtime, preloaded into
 # apache2, crashes before main on Debian 12. Both include stddef.h first:
@@ -127,7 +128,8 @@ SAN_CFLAGS  = -Wc,-g -Wc,-O1 -Wc,-fno-omit-frame-pointer \
 SAN_asan    = -S CC=clang -Wc,-fsanitize=address,undefined \
               -Wc,-fno-sanitize-recover=undefined
 SAN_tsan    = -Wc,-fsanitize=thread
-SAN_MODULES = build/asan/mod_sndbuf_tune.so build/tsan/mod_sndbuf_tune.so
+SAN_MODULES = build/asan/mod_sndbuf_tune.so build/tsan/mod_sndbuf_tune.so \
+              build/tsan_pools.so
 
 sanitize: $(SAN_MODULES)
 
@@ -139,6 +141,10 @@ build/%/mod_sndbuf_tune.so: $(SOURCES) $(HEADERS)
 	cd build/$* && $(APXS) $(SAN_$*) -c $(SAN_CFLAGS) -o mod_sndbuf_tune.la \
 	    $(SOURCES) >build.log 2>&1 || { cat build.log; exit 1; }
 	cp build/$*/.libs/mod_sndbuf_tune.so $@
+
+build/tsan_pools.so: t/helpers/tsan_pools.c
+	mkdir -p build
+	gcc -shared -fPIC -g -O1 -Wall -Wextra -fsanitize=thread -o $@ $< -ldl
 
 # make test runs the suites a second time on these (t/all).
 test: sanitize
