@@ -1,0 +1,418 @@
+package SndbufTune::Restarts;
+# Restarts under load (t/reliability/restarts_*.t, one file per MPM):
+#
+#   use SndbufTune::Restarts;
+#   SndbufTune::Restarts::run('event');
+#   done_testing;
+#
+# CLIENTS client processes download a file over and over, each over one of
+# HTTP/1.1, h2c and TLS h2 (under prefork, where mod_http2 does no HTTP/2:
+# HTTP/1.1 plain and over TLS), from the fixed, unset and auto locations
+# in turn (SndbufTune::Reliability's server), at a limited rate so that
+# downloads are always in flight. Meanwhile the test runs through EVENTS:
+#
+#   graceful  apache2 -k graceful with every client downloading. Every
+#             download must arrive whole (SHA-256); the status page's
+#             counters (?auto) never go down; the old generation's
+#             children exit once their downloads are done.
+#   restart   apache2 -k restart with downloads in flight: the clients
+#             hold (finish what they do, start nothing new), the test
+#             starts its own rate-limited downloads from each location
+#             (auto among them) over every protocol but h2c and, once each
+#             has bytes, restarts. Only these may be cut; one that ends
+#             well must be whole. The first status page of the new
+#             generation shows every counter at zero; none of the old
+#             children is left; no child had to be sent SIGTERM again or
+#             SIGKILL (AH00045-AH00047: "still did not exit"); the clients
+#             go on. No h2c download is in flight then: stock httpd 2.4.71
+#             (mod_http2), without this module, takes 3 to 7 s, and under
+#             load more than 9 s, to end a child with h2c streams in
+#             flight (AH00045, AH00046), which would hide the module's own
+#             delays. TLS h2 and HTTP/1.1 end at once.
+#
+# At the end: after the last restart every counter went on through the
+# graceful restarts that followed, so the requests counted per policy are
+# exactly the clients' downloads since then; the error log shows no child
+# that had to be killed (AH00046, AH00047) and none that died of a
+# signal; stop leaves no process. Synchronisation is by bounded polling on what the clients, the
+# status page and /proc say; nothing sleeps for a fixed time and nothing is
+# asserted about wall-clock time.
+#
+# Environment: SBT_RESTART_CLIENTS (default 6), SBT_RESTART_RATE (curl
+# --limit-rate of each download, default 8M), SBT_KEEP=1 keeps the
+# server's directory.
+use strict;
+use warnings;
+
+use File::Temp ();
+use POSIX ();
+use Test::More;
+use Time::HiRes ();
+
+use SndbufTune::Reliability ();
+use SndbufTune::Util qw(poll_until);
+
+my $CLIENTS = $ENV{SBT_RESTART_CLIENTS} || 6;
+my $RATE = $ENV{SBT_RESTART_RATE} || '8M';
+my $FILE = '4m';
+my %SIZE = ($FILE => 4 << 20, '8m' => 8 << 20);
+my @LOCATIONS = qw(fixed unset auto);
+# 10 graceful, 2 full restarts; several graceful after the last restart
+my @EVENTS = qw(graceful graceful graceful restart graceful graceful graceful
+                restart graceful graceful graceful graceful);
+my $KILLED = qr/AH0004[67]|could not make child/;
+our $VICTIM_RATE = '512k';
+
+my %MPM_CONF = (
+    event => { processes => 2, threads => 16 },
+    prefork => { processes => 16 },
+);
+
+my ($LAB, $CTL, @KIDS);
+
+sub now { Time::HiRes::clock_gettime(Time::HiRes::CLOCK_MONOTONIC()) }
+
+sub check {
+    my ($cond, $name, @why) = @_;
+    ok($cond, $name) or diag(join "\n", grep { defined } @why);
+    return $cond;
+}
+
+# ------------------------------------------------------------- clients --
+
+sub _write_state {
+    my ($i, $state) = @_;
+    open my $fh, '>', "$CTL/state.$i.tmp" or return;
+    print $fh $state;
+    close $fh;
+    rename "$CTL/state.$i.tmp", "$CTL/state.$i";
+}
+
+# A client process: downloads until told to stop, holding while told to.
+# Each download is a line in results.I: start end proto location ok why.
+sub _client {
+    my $i = shift;
+    $SIG{$_} = sub { POSIX::_exit(1) } for qw(INT TERM HUP PIPE);
+    my @protos = $LAB->protos;
+    my $proto = $protos[$i % @protos];
+    my $n = $i;
+    open my $out, '>>', "$CTL/results.$i" or POSIX::_exit(2);
+    $out->autoflush(1);
+    until (-e "$CTL/stop") {
+        # "busy" is written before hold is looked at: once the test sees a
+        # client idle under hold, it starts nothing until hold goes
+        _write_state($i, 'busy');
+        if (-e "$CTL/hold") {
+            _write_state($i, 'idle');
+            poll_until(600, sub { !-e "$CTL/hold" || -e "$CTL/stop" }, 0.01);
+            next;
+        }
+        my $where = $LOCATIONS[$n++ % @LOCATIONS];
+        my $t0 = now();
+        my ($ok, $why) = $LAB->download($proto, $where, $FILE,
+                                        limit_rate => $RATE);
+        printf $out "%.6f %.6f %s %s %d %s\n", $t0, now(), $proto, $where,
+            $ok, $why =~ s/\s+/ /gr;
+    }
+    _write_state($i, 'done');
+    POSIX::_exit(0);
+}
+
+sub start_clients {
+    for my $i (0 .. $CLIENTS - 1) {
+        my $pid = fork // die "fork: $!";
+        _client($i) unless $pid;
+        push @KIDS, $pid;
+    }
+}
+
+sub results {
+    my @r;
+    for my $i (0 .. $CLIENTS - 1) {
+        open my $fh, '<', "$CTL/results.$i" or next;
+        while (<$fh>) {
+            chomp;
+            my %h;
+            @h{qw(t0 t1 proto where ok why)} = split ' ', $_, 6;
+            $h{client} = $i;
+            push @r, \%h;
+        }
+    }
+    return @r;
+}
+
+sub done_counts {
+    my %n = map { ($_ => 0) } 0 .. $CLIENTS - 1;
+    $n{ $_->{client} }++ for results();
+    return \%n;
+}
+
+# Every client finishes $more downloads from now on (bounded).
+sub progress {
+    my ($more, $label) = @_;
+    my $from = done_counts();
+    my ($ok) = poll_until(120, sub {
+        my $now = done_counts();
+        return !grep { $now->{$_} < $from->{$_} + $more } keys %$now;
+    }, 0.05);
+    return check($ok, "$label: every client finished $more more download(s)");
+}
+
+sub states {
+    return map {
+        open my $fh, '<', "$CTL/state.$_" or return '';
+        my $s = <$fh> // '';
+        close $fh;
+        $s;
+    } 0 .. $CLIENTS - 1;
+}
+
+# ------------------------------------------------------------ counters --
+
+my $COUNTER = qr/^(Requests\w+|BytesSent|SndbufLimited|Clamped|SetsockoptFailures|Effective\w+)$/;
+
+# ?auto's counters as { "Vhost NAME Counter" => value } (by name, not by
+# slot), and the generation.
+sub counters {
+    my $s = $LAB->status or return;
+    my (%name, %c);
+    for my $k (keys %$s) {
+        $name{"$1 $2"} = $s->{$k} if $k =~ /^SndbufTune(Vhost|Network)\[(\d+)\]Name$/;
+    }
+    for my $k (keys %$s) {
+        next unless $k =~ /^SndbufTune(Vhost|Network)\[(\d+)\](\w+)$/;
+        my ($t, $slot, $what) = ($1, $2, $3);
+        next unless $what =~ $COUNTER;
+        $c{"$t " . ($name{"$t $slot"} // "#$slot") . " $what"} = $s->{$k};
+    }
+    return ($s->{SndbufTuneGeneration}, \%c);
+}
+
+# The counters once the server serves generation $gen (bounded).
+sub counters_of {
+    my $gen = shift;
+    my $c;
+    my ($ok) = poll_until(60, sub {
+        (my $g, $c) = counters();
+        return defined $g && $g == $gen;
+    }, 0.02);
+    return $ok ? $c : undef;
+}
+
+sub policy_totals {
+    my $c = shift;
+    my %t = map { ($_ => 0) } @LOCATIONS;
+    for my $k (keys %$c) {
+        $t{lc $1} += $c->{$k} if $k =~ /^Vhost .* Requests(Fixed|Unset|Auto)$/;
+    }
+    return \%t;
+}
+
+# ------------------------------------------------------------- events --
+
+sub alive { grep { kill 0, $_ } @_ }
+
+sub graceful {
+    my ($label, $gen, $before) = @_;
+    my @old = $LAB->srv->child_pids;
+    my ($rc, $out) = $LAB->srv->graceful;
+    check(!$rc, "$label: apache2 -k graceful", $out);
+    my $c = counters_of($gen);
+    check($c, "$label: generation $gen serves", $LAB->srv->log_tail)
+        or return;
+    my @down = grep { !defined $c->{$_} || $c->{$_} < $before->{$_} }
+        sort keys %$before;
+    check(!@down, "$label: no counter went down",
+          map { "$_: $before->{$_} -> " . ($c->{$_} // 'gone') } @down);
+    progress(2, $label);
+    my ($gone) = poll_until(120, sub { !alive(@old) }, 0.05);
+    check($gone, "$label: the old generation's children exited",
+          'left: ' . join(' ', alive(@old)));
+    return counters_of($gen);
+}
+
+# Rate-limited downloads of the 8 MB file, [protocol, location] each, in
+# separate processes; each writes a file of its own (the test waits for
+# its first bytes).
+my $VICTIMS = 0;
+sub start_victims {
+    my @v;
+    for (@_) {
+        my ($proto, $where) = @$_;
+        {
+            my $file = "$CTL/victim." . $VICTIMS++ . ".$proto.$where";
+            my $pid = fork // die "fork: $!";
+            if (!$pid) {
+                $SIG{$_} = sub { POSIX::_exit(1) } for qw(INT TERM HUP PIPE);
+                setpgrp;            # its curl goes with it (kill_victims)
+                my ($ok, $why) = $LAB->download($proto, $where, '8m',
+                    limit_rate => $VICTIM_RATE, output => $file);
+                open my $fh, '>', "$file.result";
+                print $fh "$ok $why";
+                close $fh;
+                POSIX::_exit(0);
+            }
+            push @v, { pid => $pid, proto => $proto, where => $where,
+                       file => $file };
+        }
+    }
+    return @v;
+}
+
+sub restart {
+    my ($label, $gen) = @_;
+    open my $fh, '>', "$CTL/hold" or die "$CTL/hold: $!";
+    close $fh;
+    my ($idle) = poll_until(120, sub { !grep { $_ ne 'idle' } states() }, 0.02);
+    check($idle, "$label: every client holds") or return;
+
+    # auto three times: what a restart must not wait for; no h2c (above)
+    my @protos = grep { $_ ne 'h2c' } $LAB->protos;
+    my ($c, $victims, $log_from) = restart_cutting($label, $gen, 0,
+        map { my $p = $_; map { [$p, $_] } @LOCATIONS, 'auto', 'auto' }
+        @protos) or return;
+    my @victims = @$victims;
+    my @nonzero = grep { $c->{$_} } sort keys %$c;
+    check(!@nonzero, "$label: every counter is zero",
+          map { "$_: $c->{$_}" } @nonzero);
+
+    my @bad;
+    for my $v (@victims) {
+        my $r = do { local (@ARGV, $/) = "$v->{file}.result"; <> } // '0 no result';
+        my ($ok, $why) = split ' ', $r, 2;
+        # cut by the restart (curl failed), or whole; never short or
+        # wrong with curl content
+        push @bad, "$v->{proto} /$v->{where}/: $why"
+            if !$ok && $why !~ /^curl exit/;
+    }
+    check(!@bad, "$label: the downloads in flight were cut or arrived whole",
+          @bad);
+    my @killed = grep { /$KILLED|AH00045|still did not exit/ }
+        split /\n/, substr($LAB->srv->log_text, $log_from);
+    check(!@killed, "$label: every child exited at the first signal",
+          @killed);
+    # before the clients can start: every download after this is counted
+    # by the new generation
+    my $released = now();
+    unlink "$CTL/hold";
+    progress(1, "$label, after");
+    return $released;
+}
+
+# apache2 -k restart once downloads ([protocol, location] each) are in
+# flight: (counters of generation $gen, the downloads, error log offset
+# before the restart), once they ended (or, with $kill, were ended: the
+# kernel may still hold a whole file for one whose server is gone); () if
+# the new generation does not serve. Checks that no old child is left.
+sub restart_cutting {
+    my ($label, $gen, $kill, @pairs) = @_;
+    my @victims = start_victims(@pairs);
+    my ($flowing) = poll_until(60, sub {
+        !grep { !-s $_->{file} } @victims }, 0.01);
+    check($flowing, "$label: " . @victims . ' downloads in flight ('
+          . join(', ', map { "$_->[0] /$_->[1]/" } @pairs) . ')');
+    my @old = $LAB->srv->child_pids;
+    my $log_from = length $LAB->srv->log_text;
+    my ($rc, $out) = $LAB->srv->restart;
+    check(!$rc, "$label: apache2 -k restart", $out);
+    my $c = counters_of($gen);
+    check($c, "$label: generation $gen serves", $LAB->srv->log_tail);
+    check(!alive(@old), "$label: none of the old children is left",
+          'left: ' . join(' ', alive(@old)));
+    kill 'TERM', map { -$_->{pid} } @victims if $kill;
+    waitpid $_->{pid}, 0 for @victims;
+    return $c ? ($c, \@victims, $log_from) : ();
+}
+
+# Only restarts, each with ROUNDS x 8 slow HTTP/1.1 auto downloads in
+# flight, and SndbufTuneLimits 1m 4m on /auto/ (auto sizes at once, so
+# its chunks are large): no child may outlive the first SIGTERM.
+sub run_auto_inflight {
+    my ($mpm, $rounds) = @_;
+    $LAB = SndbufTune::Reliability->new(
+        name => "restart-auto-$mpm", mpm => $mpm, sizes => \%SIZE,
+        conf => "<Location /auto/>\n    SndbufTuneLimits 1m 4m\n</Location>\n",
+        %{ $MPM_CONF{$mpm} });
+    check($LAB->start, "$mpm: server starts", $LAB->srv->error)
+        or return;
+    my $tmp = File::Temp->newdir('sbt-restarts-XXXXXX', TMPDIR => 1);
+    $CTL = "$tmp";
+    local $VICTIM_RATE = '128k';
+    my ($gen) = counters();
+    for my $round (1 .. $rounds) {
+        my $label = "$mpm: restart $round";
+        my (undef, undef, $log_from) =
+            restart_cutting($label, ++$gen, 1, (['h1', 'auto']) x 8) or last;
+        my @killed = grep { /$KILLED|AH00045|still did not exit/ }
+            split /\n/, substr($LAB->srv->log_text, $log_from);
+        check(!@killed, "$label: every child exited at the first signal",
+              @killed) or last;
+    }
+    check($LAB->srv->stop, "$mpm: stop: no process of the server left",
+          $LAB->srv->error);
+}
+
+# ---------------------------------------------------------------- run --
+
+sub run {
+    my $mpm = shift;
+    $LAB = SndbufTune::Reliability->new(
+        name => "restarts-$mpm", mpm => $mpm, sizes => \%SIZE,
+        %{ $MPM_CONF{$mpm} });
+    check($LAB->start, "$mpm: server starts", $LAB->srv->error)
+        or return;
+    my $tmp = File::Temp->newdir('sbt-restarts-XXXXXX', TMPDIR => 1);
+    $CTL = "$tmp";
+    my ($gen, $c) = counters();
+    check(defined $gen, "$mpm: status page answers") or return;
+
+    start_clients();
+    progress(1, "$mpm: start");
+    my $released = now();
+    for my $i (0 .. $#EVENTS) {
+        my $label = sprintf '%s: %s %d', $mpm, $EVENTS[$i], $i + 1;
+        $gen++;
+        if ($EVENTS[$i] eq 'graceful') {
+            $c = graceful($label, $gen, $c) // $c;
+        }
+        else {
+            $released = restart($label, $gen) // $released;
+            $c = (counters())[1] // $c;
+        }
+    }
+
+    open my $fh, '>', "$CTL/stop" or die "$CTL/stop: $!";
+    close $fh;
+    my ($ended) = poll_until(300, sub {
+        @KIDS = grep { waitpid($_, POSIX::WNOHANG()) == 0 } @KIDS;
+        !@KIDS }, 0.05);
+    check($ended, "$mpm: every client ended");
+    kill 'KILL', @KIDS;
+
+    my @r = results();
+    my @bad = grep { !$_->{ok} } @r;
+    check(@r && !@bad, "$mpm: all " . scalar(@r) . " client downloads "
+          . "(HTTP/1.1, h2c, TLS h2; fixed, unset, auto) arrived whole",
+          map { "client $_->{client} $_->{proto} /$_->{where}/: $_->{why}" }
+          @bad[0 .. ($#bad > 9 ? 9 : $#bad)]);
+    my %want = map { ($_ => 0) } @LOCATIONS;
+    $want{ $_->{where} }++ for grep { $_->{ok} && $_->{t0} > $released } @r;
+    my $got;
+    poll_until(30, sub {
+        my (undef, $c) = counters();
+        $got = $c && policy_totals($c);
+        return $got && !grep { $got->{$_} != $want{$_} } @LOCATIONS;
+    }, 0.05);
+    is_deeply($got, \%want, "$mpm: the counters went on through the graceful"
+              . " restarts: requests per policy since the last restart are"
+              . " the clients' downloads");
+
+    my @killed = $LAB->log_lines($KILLED);
+    check(!@killed, "$mpm: error log: no child had to be killed", @killed);
+    my @crash = $LAB->log_lines($SndbufTune::Reliability::CRASH_RE);
+    check(!@crash, "$mpm: error log: no child died of a signal", @crash);
+    check($LAB->srv->stop, "$mpm: stop: no process of the server left",
+          $LAB->srv->error);
+}
+
+1;

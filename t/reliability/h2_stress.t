@@ -1,0 +1,153 @@
+# HTTP/2 under load, for the sanitizer runs (t/sanitized asan|tsan; it
+# passes on the ordinary build too). h2load opens CLIENTS connections with
+# STREAMS concurrent streams each, over h2c and then over TLS, to a mix of
+# fixed, unset and auto locations and of the vhosts' own default (none on
+# the plain port, 64k on TLS), files of 1 kB to 8 MB. Meanwhile curl
+# downloads every file from every location over the same transport and
+# checks its SHA-256. Then:
+#   - h2load: every request done and 2xx, none failed, errored or timed
+#     out, and exactly the bytes of the files it asked for;
+#   - the access log: one entry per request, the policy of its location,
+#     status 200 and the file's size;
+#   - the error log: no child died of a signal;
+#   - stop: no process of the server left.
+# The streams of a connection share its primary's per-connection state:
+# under ThreadSanitizer this is where an access outside the module's
+# mutex shows up.
+#
+# Environment: SBT_STRESS_CLIENTS (default 50), SBT_STRESS_STREAMS
+# (default 100; each connection makes that many requests, all in flight
+# at once), SBT_STRESS_BIG (the count of 8 MB files in each connection's
+# 100 URIs, default 4, one per location).
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use File::Temp ();
+use List::Util qw(shuffle sum);
+use POSIX ();
+use Test::More;
+use SndbufTune::Reliability ();
+use SndbufTune::Util qw(capture poll_until);
+
+my $CLIENTS = $ENV{SBT_STRESS_CLIENTS} || 50;
+my $STREAMS = $ENV{SBT_STRESS_STREAMS} || 100;
+
+plan skip_all => 'h2load not found (apt-get install nghttp2-client)'
+    unless !system('sh', '-c', 'command -v h2load >/dev/null');
+
+my %SIZE = ('1k' => 1000, '16k' => 16 * 1024, '256k' => 256 * 1024 + 3,
+            '1m' => 1 << 20, '8m' => 8 << 20);
+
+# Each connection's URIs: for each location, 8m once, 1m twice, 256k 4
+# times, 16k 8 times and 1k 10 times (25 URIs), shuffled the same way each
+# run; repeated up to STREAMS. About 45 MB per connection.
+my %COUNT = ('8m' => 1, '1m' => 2, '256k' => 4, '16k' => 8, '1k' => 10);
+srand 8;
+my @MIX = shuffle map { my $w = $_; map { [$w, $_] } map { ($_) x $COUNT{$_} }
+                        sort keys %COUNT } @SndbufTune::Reliability::WHERE;
+
+my $lab = SndbufTune::Reliability->new(
+    name => 'h2stress', sizes => \%SIZE, threads => 25, processes => 2,
+    # every stream of a connection may be in flight at once
+    conf => "H2MaxSessionStreams $STREAMS\n");
+ok($lab->start, 'server starts (event MPM, h2c and TLS h2)')
+    or BAIL_OUT($lab->srv->error);
+
+my $tmp = File::Temp->newdir('sbt-h2stress-XXXXXX', TMPDIR => 1);
+
+# h2load in the background; its output goes to a file.
+sub h2load_bg {
+    my ($proto, $uris) = @_;
+    my $list = "$tmp/$proto.uris";
+    open my $fh, '>', $list or die "$list: $!";
+    print $fh map { "$_\n" } @$uris;
+    close $fh;
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        open STDOUT, '>', "$tmp/$proto.out";
+        open STDERR, '>&', \*STDOUT;
+        exec 'timeout', '-k', '10', 600 * ($ENV{SBT_TIMEOUT_SCALE} || 1),
+             'h2load', '-c', $CLIENTS, '-m', $STREAMS,
+             '-n', $CLIENTS * $STREAMS, '-i', $list
+            or POSIX::_exit(127);
+    }
+    return $pid;
+}
+
+sub h2load_numbers {
+    my $out = shift;
+    my %n;
+    @n{qw(total started done succeeded failed errored timeout)} =
+        $out =~ /^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/m;
+    @n{qw(s2xx s3xx s4xx s5xx)} =
+        $out =~ /^status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/m;
+    ($n{data}) = $out =~ /^traffic: .*\((\d+)\) data$/m;
+    return \%n;
+}
+
+for my $proto (qw(h2c h2tls)) {
+    subtest "$proto: $CLIENTS connections x $STREAMS streams" => sub {
+        my @uris = map { $lab->url($proto, @{ $MIX[$_ % @MIX] }) }
+            0 .. $STREAMS - 1;
+        my $want_bytes = $CLIENTS * sum(map { $SIZE{ $MIX[$_ % @MIX][1] } }
+                                        0 .. $STREAMS - 1);
+        my $log_from = -s $lab->srv->access_log;
+        my $pid = h2load_bg($proto, \@uris);
+
+        # every file from every location, whole, while h2load runs
+        my @bad;
+        for my $where (@SndbufTune::Reliability::WHERE) {
+            for my $name (sort keys %SIZE) {
+                my ($ok, $why) = $lab->download($proto, $where, $name);
+                push @bad, "/$where/$name.bin: $why" unless $ok;
+            }
+        }
+        ok(!@bad, "$proto: curl downloads under load arrive whole (SHA-256)")
+            or diag(join "\n", @bad);
+
+        waitpid $pid, 0;
+        my $rc = $? >> 8;
+        my $out = do { local (@ARGV, $/) = "$tmp/$proto.out"; <> } // '';
+        is($rc, 0, "$proto: h2load exit 0") or diag($out);
+        my $n = h2load_numbers($out);
+        my $N = $CLIENTS * $STREAMS;
+        is_deeply([@$n{qw(done succeeded failed errored timeout s2xx)}],
+                  [$N, $N, 0, 0, 0, $N],
+                  "$proto: h2load: $N done, succeeded and 2xx; none failed,"
+                  . " errored or timed out") or diag($out);
+        is($n->{data}, $want_bytes, "$proto: h2load received every byte")
+            or diag($out);
+
+        # the access log: every request, with its location's policy
+        my $want = $N + 4 * keys %SIZE;
+        my ($entries) = poll_until(30, sub {
+            my @e = $lab->srv->access_entries(from => $log_from);
+            return @e >= $want ? \@e : undef;
+        }, 0.1);
+        $entries ||= [$lab->srv->access_entries(from => $log_from)];
+        is(scalar @$entries, $want, "$proto: one access log entry per request");
+        my @wrong = grep {
+            my ($where, $name) = ($_->{uri} // '') =~ m{^/(\w+)/(\w+)\.bin$};
+            !$where || ($_->{status} // '') ne '200'
+                || ($_->{bytes} // '') ne $SIZE{$name}
+                || ($_->{policy} // '') ne $lab->policy($proto, $where);
+        } @$entries;
+        ok(!@wrong, "$proto: each entry: 200, the file's size, its "
+           . "location's policy") or diag(join "\n", map {
+               join ' ', map { "$_=" . ($wrong[0]{$_} // '-') }
+                   qw(uri status bytes policy)
+           } @wrong[0 .. ($#wrong > 4 ? 4 : $#wrong)]);
+        my %policies;
+        $policies{ $_->{policy} // '-' }++ for @$entries;
+        diag("$proto: policies: "
+             . join(', ', map { "$_ $policies{$_}" } sort keys %policies));
+    };
+}
+
+is_deeply([$lab->log_lines($SndbufTune::Reliability::CRASH_RE)], [],
+          'error log: no child died of a signal');
+ok($lab->srv->stop, 'stop: no process of the server left')
+    or diag($lab->srv->error);
+done_testing;
