@@ -103,6 +103,8 @@ struct sbt_auto_t {
     apr_off_t pending;
     /** The rest went down whole: the MPM writes it (event). */
     int handed_over;
+    /** Said (debug) why the rest could not go down whole. */
+    int said_kept;
     apr_time_t next_look;
     apr_time_t last_look;
     /** tcpi_sndbuf_limited at the last look (microseconds). */
@@ -470,18 +472,44 @@ static apr_bucket *sbt_auto_cut(apr_bucket_brigade *bb, apr_off_t *left)
     return e;
 }
 
-/** Does @a bb hold no data but files? */
-static int sbt_auto_only_files(apr_bucket_brigade *bb)
+/** Does @a bb hold no data but files the core will send with sendfile?
+ *  Any other file (EnableSendfile Off) the core reads into memory and
+ *  writes in blocking mode while more than FlushMaxThreshold of it is
+ *  unsent, holding the worker to the end whoever asked it to. */
+static int sbt_auto_only_sendfile(apr_bucket_brigade *bb)
 {
     apr_bucket *e;
+    apr_file_t *fd;
 
     for (e = APR_BRIGADE_FIRST(bb); e != APR_BRIGADE_SENTINEL(bb);
          e = APR_BUCKET_NEXT(e)) {
-        if (!APR_BUCKET_IS_METADATA(e) && !APR_BUCKET_IS_FILE(e)) {
+        if (APR_BUCKET_IS_METADATA(e)) {
+            continue;
+        }
+        if (!APR_BUCKET_IS_FILE(e)) {
+            return 0;
+        }
+        fd = ((apr_bucket_file *)e->data)->fd;
+        if (!(apr_file_flags_get(fd) & APR_SENDFILE_ENABLED)) {
             return 0;
         }
     }
     return 1;
+}
+
+/** Tell an operator, once per response, why auto keeps the worker
+ *  under event MPM. */
+static void sbt_auto_say_kept(sbt_auto_t *a, request_rec *r)
+{
+    if (a->handed_over || a->said_kept) {
+        return;
+    }
+    a->said_kept = 1;
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                  "SndbufTune auto: the rest of this response is not a file "
+                  "sent with sendfile (EnableSendfile Off, TLS or generated), "
+                  "so the core writes it in blocking mode: the worker stays "
+                  "with it and auto goes on looking");
 }
 
 apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
@@ -514,13 +542,15 @@ apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
         }
         a->pending = 0;
         sbt_auto_look(a, f->c);
-        /* Event MPM: once the socket is full the core sets file buckets
-         * aside and the MPM writes them without a worker, while
-         * resume_connection looks.  The core writes data in memory (no
-         * sendfile, TLS) in blocking mode anyway: keep cutting it. */
-        a->handed_over = !a->flush && !a->rq->shared
-                         && f->c->data_in_output_filters
-                         && sbt_auto_only_files(bb);
+        /* Event MPM: once the socket is full the core sets sendfile
+         * buckets aside and the MPM writes them without a worker, while
+         * resume_connection looks.  The core writes data in memory (files
+         * without sendfile, TLS) in blocking mode anyway: keep cutting it,
+         * and looking. */
+        if (!a->flush && !a->rq->shared && f->c->data_in_output_filters) {
+            a->handed_over = sbt_auto_only_sendfile(bb);
+            sbt_auto_say_kept(a, f->r);
+        }
     }
     if (!APR_BRIGADE_EMPTY(bb) && APR_BUCKET_IS_EOS(APR_BRIGADE_LAST(bb))) {
         ap_remove_output_filter(f);

@@ -4,7 +4,7 @@
 #   auto.test     auto, limits 8k 1m (so no slow start left to autotuning):
 #                 loopback's tiny RTT gives the 2 x MSS floor or a little
 #                 more; kernel, access log and lock agree
-#   limits.test   auto with SndbufTuneLimits 1m 2m: clamped to the minimum
+#   limits.test   auto with SndbufTuneLimits 1m 2m: within them
 #   net.test      SndbufTune 64k, but network rules 127.0.0.0/8 96k,
 #                 127.0.0.1/32 128k, ::1/128 192k, ::/0 unset: the longest
 #                 matching prefix wins, for IPv4 and IPv6 clients; a
@@ -85,10 +85,18 @@ subtest 'auto on loopback: at least the 2 x MSS floor, as the kernel shows' => s
         if defined $v->{sndbuf_locked};
 };
 
-subtest 'SndbufTuneLimits: loopback clamps to the minimum' => sub {
+# Loopback's own rate x RTT is anywhere from a few KiB to about 1.5 MiB,
+# depending on the machine's speed and load: below 1m it must be raised to
+# the minimum, above it stay within the limits; never autotuning's.
+subtest 'SndbufTuneLimits: loopback stays within 1m..2m' => sub {
     my ($c, $v, $f) = download('limits.test');
     ok($v && $f, 'kernel view and log line') or return;
-    is($v->{tb}, expected_fixed_tb(1024 * 1024), 'ss tb == 2 x 1m');
+    cmp_ok($v->{tb}, '>=', expected_fixed_tb(1024 * 1024),
+           'ss tb >= 2 x 1m (the minimum)');
+    cmp_ok($v->{tb}, '<=', expected_fixed_tb(2 * 1024 * 1024),
+           'ss tb <= 2 x 2m (the maximum)');
+    is($v->{sndbuf_locked}, 1, 'SO_BUF_LOCK send bit set: auto fixed it')
+        if defined $v->{sndbuf_locked};
     is($f->{effective}, $v->{tb}, 'SNDBUF_TUNE_EFFECTIVE == ss tb');
 };
 

@@ -2,7 +2,8 @@
 # has returned: the MPM writes the rest of each response in write
 # completion, and auto still follows each connection from there.
 #
-# 24 downloads of 4 MB at once over the WAN lab (50 Mbit/s, 100 ms RTT),
+# 24 downloads of 8 MB at once over the WAN lab (50 Mbit/s, 100 ms RTT,
+# about 30 s: long enough for several status polls on a busy machine),
 # from a server with 16 worker threads (MaxRequestWorkers 16): while every
 # download is still running, mod_status (polled through the path) shows
 #   - BusyWorkers at most 2 (the worker answering the poll, plus one), as
@@ -31,7 +32,7 @@ plan_lab_or_skip();
 plan tests => 8;
 
 use constant DOWNLOADS => 24;
-use constant SIZE => 4 << 20;
+use constant SIZE => 8 << 20;
 
 my ($lab, $srv, $sha) = SndbufTune::WanLab->lab_with_server(
     tag => '4', rtt_ms => 100, rate_mbit => 50,

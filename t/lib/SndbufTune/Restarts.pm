@@ -63,8 +63,15 @@ my @EVENTS = qw(graceful graceful graceful restart graceful graceful graceful
 my $KILLED = qr/AH0004[67]|could not make child/;
 our $VICTIM_RATE = '512k';
 
+# Event MPM with EnableSendfile On: files then leave the handler and drain
+# in write completion. With Off (httpd's default) the core reads a file
+# into memory and writes it in blocking mode while more than
+# FlushMaxThreshold is unsent (server/core_filters.c), so a worker stays
+# with every download its socket buffers cannot hold, and -k restart waits
+# for it: stock httpd, without this module, logs AH00045 for 8 slow 8 MiB
+# downloads (docs/sanitizers.md).
 my %MPM_CONF = (
-    event => { processes => 2, threads => 16 },
+    event => { processes => 2, threads => 16, sendfile => 1 },
     prefork => { processes => 16 },
 );
 
@@ -324,9 +331,10 @@ sub restart_cutting {
     return $c ? ($c, \@victims, $log_from) : ();
 }
 
-# Only restarts, each with ROUNDS x 8 slow HTTP/1.1 auto downloads in
-# flight, and SndbufTuneLimits 1m 4m on /auto/ (auto sizes at once, so
-# its chunks are large): no child may outlive the first SIGTERM.
+# Only restarts, each with 8 slow HTTP/1.1 auto downloads in flight, and
+# SndbufTuneLimits 1m 4m on /auto/ (auto sizes at once, so its chunks are
+# large, and the socket holds less than a file): no child may outlive the
+# first SIGTERM.
 sub run_auto_inflight {
     my ($mpm, $rounds) = @_;
     $LAB = SndbufTune::Reliability->new(
