@@ -7,18 +7,20 @@
  * at sndbuf / RTT; a larger one only holds memory and, in a shared
  * bottleneck, queue.  So auto aims at
  *
- *     SO_SNDBUF = FACTOR x rate x min RTT,   clamped to SndbufTuneLimits
+ *     SO_SNDBUF = FACTOR x rate x RTT,   clamped to SndbufTuneLimits
  *
- * and follows the connection while the response is written: at most
+ * (the minimum RTT for a configured rate; in a shared bottleneck, the
+ * queue it sees steers it instead) and follows the connection while the response is written: at most
  * once per RTT it reads TCP_INFO and moves the buffer (the control law
  * is sbt_auto_next; docs/auto.md explains it and its constants).
  *
  * When it looks depends on who writes the response:
- *  - event MPM, HTTP/1: the handler hands the response to the core and
- *    returns, and the MPM writes the rest without a worker (write
- *    completion), calling no filter of ours.  It does resume the
- *    connection on a worker each time the socket drains: the
- *    resume_connection hook looks then.
+ *  - event MPM, HTTP/1, a file sent with sendfile: the handler hands the
+ *    response to the core and returns, and the MPM writes the rest
+ *    without a worker (write completion), calling no filter of ours.  It
+ *    does resume the connection on a worker each time the socket drains:
+ *    the resume_connection hook looks then.  Anything else (no sendfile,
+ *    TLS) the core writes in blocking mode: chunks, without flushes.
  *  - prefork and worker MPMs: a worker stays with the response anyway,
  *    so the response is cut into chunks and each is flushed; control
  *    comes back between chunks while the kernel still holds data.
@@ -43,7 +45,7 @@
 
 APLOG_USE_MODULE(sndbuf_tune);
 
-/* SO_SNDBUF = FACTOR x rate x min RTT, FACTOR = 3/2: Linux doubles the
+/* SO_SNDBUF = FACTOR x rate x RTT, FACTOR = 3/2: Linux doubles the
  * argument, and MSS-sized skbs carry about a third of overhead, so the
  * socket holds about 2.2 x BDP of payload: room for BBR's 2 x BDP
  * congestion window, without filling a shared bottleneck's queue. */
