@@ -113,13 +113,18 @@ sub h2_download_ok {
 
 # curl, whose (last) download reads slowly (@slow) and so stays open:
 # $check gets the kernel's view of the server's primary socket meanwhile.
+# $check may be [$ready, $check]: the view is taken once $ready is true
+# (the held stream itself has begun, not an earlier one still draining).
 # False if curl's connection was not found.
 my @slow = ('--limit-rate', '64k', '-o', '/dev/null');
 sub h2_held_ok {
     my ($label, $sport, $check, @curl) = @_;
+    my $ready;
+    ($ready, $check) = @$check if ref $check eq 'ARRAY';
     my $pid = curl_bg(@curl);
     my $cport = curl_port($pid, $sport);
     ok($cport, "curl's connection found") or do { stop_curl($pid); return 0 };
+    poll_until(10, $ready) if $ready;
     my $v = held_view($cport, $sport);
     diag("kernel view [$label]: " . view_str($v));
     $check->($v);
@@ -180,16 +185,17 @@ sub multi_stream {
     }
     push @args, '--next', @slow, @tls, '-H', "Host: $held", '-D', "$tmp/mh$i",
         $tls_url . BIG_PATH;
+    # the held stream's headers leave after its policy was applied
     my $held_h;
-    h2_held_ok("h2 $label, held $held", $sslport, sub {
+    my $held_began = sub {
+        my $h = headers_of("$tmp/mh$i");
+        $held_h = $h->{'x-sndbuf-policy'} ? $h : undef;
+    };
+    h2_held_ok("h2 $label, held $held", $sslport, [$held_began, sub {
         my $v = shift;
         is($v && $v->{tb}, $want_tb, "tb == $want_tb");
         locked_is($v, 1, $label);
-        ($held_h) = poll_until(10, sub {
-            my $h = headers_of("$tmp/mh$i");
-            $h->{'x-sndbuf-policy'} ? $h : undef;
-        });
-    }, @args) or return;
+    }], @args) or return;
     open my $fh, '<', "$tmp/bg.err";
     my @w = map { s/^W //r } grep { /^W / } <$fh>;
     close $fh;
