@@ -174,6 +174,8 @@ sub multi_stream {
     my ($label, $hosts, $held, $want_tb) = @_;
     my @args;
     my $i = 0;
+    # no headers of an earlier call's streams may pass for this one's
+    unlink map { "$tmp/mh$_" } 0 .. @$hosts;
     for my $h (@$hosts) {
         push @args, '--next' if $i;
         push @args, @tls, '-H', "Host: $h", '-D', "$tmp/mh$i",
