@@ -10,9 +10,10 @@
  *     SO_SNDBUF = FACTOR x rate x RTT,   clamped to SndbufTuneLimits
  *
  * (the minimum RTT for a configured rate; in a shared bottleneck, the
- * queue it sees steers it instead) and follows the connection while the response is written: at most
- * once per RTT it reads TCP_INFO and moves the buffer (the control law
- * is sbt_auto_next; docs/auto.md explains it and its constants).
+ * queue it sees steers it instead) and follows the connection while the
+ * response is written: at most once per RTT it reads TCP_INFO and moves
+ * the buffer (the control law is sbt_auto_next; docs/auto.md explains it
+ * and its constants).
  *
  * When it looks depends on who writes the response:
  *  - event MPM, HTTP/1, a file sent with sendfile: the handler hands the
@@ -35,6 +36,9 @@
 #include "http_connection.h"
 #include "http_log.h"
 #include "http_request.h"
+#if AP_MODULE_MAGIC_AT_LEAST(20120211, 102)
+#include "http_ssl.h"
+#endif
 #include "ap_mpm.h"
 #include "mpm_common.h"
 #include "util_filter.h"
@@ -475,13 +479,22 @@ static apr_bucket *sbt_auto_cut(apr_bucket_brigade *bb, apr_off_t *left)
 }
 
 /** Does @a bb hold no data but files the core will send with sendfile?
- *  Any other file (EnableSendfile Off) the core reads into memory and
- *  writes in blocking mode while more than FlushMaxThreshold of it is
- *  unsent, holding the worker to the end whoever asked it to. */
-static int sbt_auto_only_sendfile(apr_bucket_brigade *bb)
+ *  Any other file (EnableSendfile Off, or read by mod_ssl to encrypt it)
+ *  the core gets in memory and writes in blocking mode while more than
+ *  FlushMaxThreshold of it is unsent, holding the worker to the end
+ *  whoever asked it to. */
+static int sbt_auto_only_sendfile(conn_rec *c, apr_bucket_brigade *bb)
 {
     apr_bucket *e;
     apr_file_t *fd;
+
+#if AP_MODULE_MAGIC_AT_LEAST(20120211, 102)
+    if (ap_ssl_conn_is_ssl(c)) {
+        return 0;
+    }
+#else
+    (void)c;
+#endif
 
     for (e = APR_BRIGADE_FIRST(bb); e != APR_BRIGADE_SENTINEL(bb);
          e = APR_BUCKET_NEXT(e)) {
@@ -550,7 +563,7 @@ apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
          * without sendfile, TLS) in blocking mode anyway: keep cutting it,
          * and looking. */
         if (!a->flush && !a->rq->shared && f->c->data_in_output_filters) {
-            a->handed_over = sbt_auto_only_sendfile(bb);
+            a->handed_over = sbt_auto_only_sendfile(f->c, bb);
             sbt_auto_say_kept(a, f->r);
         }
     }
