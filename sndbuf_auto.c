@@ -49,12 +49,16 @@
 
 APLOG_USE_MODULE(sndbuf_tune);
 
-/* SO_SNDBUF = FACTOR x rate x RTT, FACTOR = 3/2: Linux doubles the
- * argument, and MSS-sized skbs carry about a third of overhead, so the
- * socket holds about 2.2 x BDP of payload: room for BBR's 2 x BDP
- * congestion window, without filling a shared bottleneck's queue. */
-#define SBT_AUTO_FACTOR_NUM     3
-#define SBT_AUTO_FACTOR_DEN     2
+/* The send queue holds FACTOR x rate x RTT of payload, FACTOR = 9/8:
+ * the path's BDP and a little, so a flow that the buffer holds back
+ * still fills the pipe while the writer refills it, but its bursts
+ * cannot fill a bottleneck queue of one BDP.  A buffer limits payload
+ * plus each skb's overhead (half of it for MSS-sized skbs, nearly none
+ * for large TSO ones), and Linux doubles the SO_SNDBUF argument, so
+ * SO_SNDBUF = FACTOR x rate x RTT / (2 x the payload's share), the
+ * share being measured (SO_MEMINFO) and 2/3 until it is. */
+#define SBT_AUTO_FACTOR_NUM     7
+#define SBT_AUTO_FACTOR_DEN     8
 
 /* While the flow's delivery rate still grows by a quarter per look it
  * is in slow start (or BBR's startup) and the kernel's autotuning is as
@@ -62,6 +66,7 @@ APLOG_USE_MODULE(sndbuf_tune);
  * three looks in a row (BBR's own test for a full pipe). */
 #define SBT_AUTO_RAMP_SHIFT     2
 #define SBT_AUTO_RAMP_FLAT      3
+#define SBT_AUTO_SETTLE_LOOKS   8
 
 /* A flow reads the queue at its bottleneck from its own RTT: what the
  * smoothed RTT has beyond the minimum and beyond its own variation (the
@@ -123,6 +128,8 @@ struct sbt_auto_t {
      *  the looks since. */
     apr_uint64_t ramp_rate;
     int ramp_flat;
+    /** Looks left, after the ramp, that never go below the target. */
+    int settling;
     apr_uint32_t min_rtt_us;
     /** The RTT is the handshake's (no data acknowledged yet). */
     int rtt_from_handshake;
@@ -198,11 +205,12 @@ static int sbt_auto_clamp(apr_uint64_t v, const sbt_decision_t *d,
     return (int)v;
 }
 
-static apr_uint64_t sbt_auto_target(apr_uint64_t rate, apr_uint32_t rtt_us)
+static apr_uint64_t sbt_auto_target(const sbt_auto_t *a)
 {
-    return rate * rtt_us / 1000000 * SBT_AUTO_FACTOR_NUM
+    return a->rate * a->min_rtt_us / 1000000 * SBT_AUTO_FACTOR_NUM
            / SBT_AUTO_FACTOR_DEN;
 }
+
 
 /**
  * The control law: the next SO_SNDBUF for a connection now at @a cur.
@@ -210,26 +218,34 @@ static apr_uint64_t sbt_auto_target(apr_uint64_t rate, apr_uint32_t rtt_us)
  * steered by the queue the RTT shows (SBT_AUTO_QUEUE_SHIFT).  It shrinks
  * at most by half a look.
  */
-static int sbt_auto_next(const sbt_auto_t *a, const sbt_auto_seen_t *s,
-                         int cur, const char **why)
+/** Does the RTT show a queue at the bottleneck worth steering by? */
+static int sbt_auto_queued(const sbt_auto_t *a, const sbt_auto_seen_t *s)
 {
-    apr_uint64_t c = (apr_uint64_t)cur, next;
     apr_uint32_t base = a->min_rtt_us + s->rttvar_us;
     apr_uint32_t queue = s->srtt_us > base ? s->srtt_us - base : 0;
 
-    if (a->rq->d.tune.rate) {
-        next = sbt_auto_target(a->rate, a->min_rtt_us);
-    }
-    else if (queue > a->min_rtt_us >> SBT_AUTO_QUEUE_SHIFT
-             && queue > SBT_AUTO_QUEUE_MIN) {
+    return queue > a->min_rtt_us >> SBT_AUTO_QUEUE_SHIFT
+           && queue > SBT_AUTO_QUEUE_MIN;
+}
+
+static int sbt_auto_next(const sbt_auto_t *a, const sbt_auto_seen_t *s,
+                         int cur, const char **why)
+{
+    apr_uint64_t c = (apr_uint64_t)cur, next, floor;
+    apr_uint32_t base = a->min_rtt_us + s->rttvar_us;
+
+    if (sbt_auto_queued(a, s)) {
+        floor = sbt_auto_target(a);
         next = (c + c * base / s->srtt_us
                 + (apr_uint64_t)s->mss * SBT_AUTO_STEP_SEGMENTS) / 2;
+        if (a->settling && next < floor) {
+            next = floor;
+        }
     }
     else {
         /* No queue to speak of: size for the RTT the flow sees, and let
          * a buffer that holds the flow back grow. */
-        next = sbt_auto_target(a->rate, s->srtt_us > a->min_rtt_us
-                                        ? s->srtt_us : a->min_rtt_us);
+        next = sbt_auto_target(a);
         if (s->limited && next < c + (c >> SBT_AUTO_GROW_SHIFT)) {
             next = c + (c >> SBT_AUTO_GROW_SHIFT);
         }
@@ -270,6 +286,7 @@ static int sbt_auto_ramping(sbt_auto_t *a)
         return 1;
     }
     a->ramping = 0;
+    a->settling = SBT_AUTO_SETTLE_LOOKS;
     return 0;
 }
 
@@ -374,11 +391,11 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
                   a->rtt_from_handshake ? " (handshake)" : "", s.srtt_us,
                   a->measured, s.limited ? ", send-buffer-limited" : "",
                   a->ramping ? ", ramping" : "");
-    if ((!a->ramping || !sbt_auto_ramping(a))
-        && !sbt_auto_retune(a, conn, c, &s)) {
-        /* A configured rate, a data-based RTT and the size the law asks
-         * for: nothing will move any more. */
-        a->settled = a->rq->d.tune.rate && !a->rtt_from_handshake;
+    if (!a->ramping || !sbt_auto_ramping(a)) {
+        sbt_auto_retune(a, conn, c, &s);
+    }
+    if (!a->ramping && a->settling) {
+        a->settling--;
     }
     sbt_auto_set_chunk(a, &conn->sock);
     sbt_conn_leave(c);
