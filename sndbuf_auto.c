@@ -49,14 +49,13 @@
 
 APLOG_USE_MODULE(sndbuf_tune);
 
-/* The send queue holds FACTOR x rate x RTT of payload, FACTOR = 9/8:
- * the path's BDP and a little, so a flow that the buffer holds back
- * still fills the pipe while the writer refills it, but its bursts
- * cannot fill a bottleneck queue of one BDP.  A buffer limits payload
- * plus each skb's overhead (half of it for MSS-sized skbs, nearly none
- * for large TSO ones), and Linux doubles the SO_SNDBUF argument, so
- * SO_SNDBUF = FACTOR x rate x RTT / (2 x the payload's share), the
- * share being measured (SO_MEMINFO) and 2/3 until it is. */
+/* SO_SNDBUF = FACTOR x rate x RTT, FACTOR = 7/8: Linux doubles the
+ * argument and MSS-sized skbs carry about a third of overhead, so the
+ * socket holds about 1.2 x BDP of payload.  That fills the pipe while the
+ * writer refills the buffer, and no more: a BBR flow that its buffer
+ * holds back never leaves startup (its 2.89 gain), and a larger buffer
+ * lets each burst after a loss overflow a bottleneck queue of one BDP,
+ * and the next loss follows (docs/auto.md). */
 #define SBT_AUTO_FACTOR_NUM     7
 #define SBT_AUTO_FACTOR_DEN     8
 
@@ -66,7 +65,6 @@ APLOG_USE_MODULE(sndbuf_tune);
  * three looks in a row (BBR's own test for a full pipe). */
 #define SBT_AUTO_RAMP_SHIFT     2
 #define SBT_AUTO_RAMP_FLAT      3
-#define SBT_AUTO_SETTLE_LOOKS   8
 
 /* A flow reads the queue at its bottleneck from its own RTT: what the
  * smoothed RTT has beyond the minimum and beyond its own variation (the
@@ -86,6 +84,17 @@ APLOG_USE_MODULE(sndbuf_tune);
 #define SBT_AUTO_QUEUE_MIN      2000    /* microseconds */
 #define SBT_AUTO_GROW_SHIFT     2
 #define SBT_AUTO_STEP_SEGMENTS  8
+
+/* With no queue, the target is for the RTT the flow may see: the smoothed
+ * one, its variation, and the time the writer takes to refill the buffer
+ * (a wakeup and a sendfile), which on a 1 ms path is as long as the path. */
+#define SBT_AUTO_REFILL_US      1000
+
+/* For this many looks after slow start a queue never steers the buffer
+ * below the target: that queue is slow start's own overshoot draining,
+ * and a flow cut below one BDP then has no room for its retransmissions
+ * when the overshoot's losses come in. */
+#define SBT_AUTO_SETTLE_LOOKS   8
 
 /* Never fewer than this many segments (x2 by Linux): with a buffer
  * below a few MSS every write waits for a delayed ACK.  Loopback's
@@ -128,15 +137,16 @@ struct sbt_auto_t {
      *  the looks since. */
     apr_uint64_t ramp_rate;
     int ramp_flat;
-    /** Looks left, after the ramp, that never go below the target. */
+    /** Looks left, after the ramp, that a queue never takes below the
+     *  target (SBT_AUTO_SETTLE_LOOKS). */
     int settling;
     apr_uint32_t min_rtt_us;
     /** The RTT is the handshake's (no data acknowledged yet). */
     int rtt_from_handshake;
     /** Left to kernel autotuning until the rate levels off. */
     int ramping;
-    /** Nothing more to do: rate configured and RTT measured. */
-    int settled;
+    /** No more looks: TCP_INFO failed. */
+    int stopped;
     int retunes;
     sbt_tally_t tally;
 };
@@ -205,19 +215,12 @@ static int sbt_auto_clamp(apr_uint64_t v, const sbt_decision_t *d,
     return (int)v;
 }
 
-static apr_uint64_t sbt_auto_target(const sbt_auto_t *a)
+static apr_uint64_t sbt_auto_target(const sbt_auto_t *a, apr_uint32_t rtt_us)
 {
-    return a->rate * a->min_rtt_us / 1000000 * SBT_AUTO_FACTOR_NUM
+    return a->rate * rtt_us / 1000000 * SBT_AUTO_FACTOR_NUM
            / SBT_AUTO_FACTOR_DEN;
 }
 
-
-/**
- * The control law: the next SO_SNDBUF for a connection now at @a cur.
- * A configured rate is trusted: FACTOR x rate x RTT.  A measured one is
- * steered by the queue the RTT shows (SBT_AUTO_QUEUE_SHIFT).  It shrinks
- * at most by half a look.
- */
 /** Does the RTT show a queue at the bottleneck worth steering by? */
 static int sbt_auto_queued(const sbt_auto_t *a, const sbt_auto_seen_t *s)
 {
@@ -228,6 +231,12 @@ static int sbt_auto_queued(const sbt_auto_t *a, const sbt_auto_seen_t *s)
            && queue > SBT_AUTO_QUEUE_MIN;
 }
 
+/**
+ * The control law: the next SO_SNDBUF for a connection now at @a cur.
+ * A queue at the bottleneck steers it (SBT_AUTO_QUEUE_SHIFT), the rate
+ * being configured or measured; with none, it is FACTOR x rate x RTT.
+ * It shrinks at most by half a look.
+ */
 static int sbt_auto_next(const sbt_auto_t *a, const sbt_auto_seen_t *s,
                          int cur, const char **why)
 {
@@ -235,7 +244,7 @@ static int sbt_auto_next(const sbt_auto_t *a, const sbt_auto_seen_t *s,
     apr_uint32_t base = a->min_rtt_us + s->rttvar_us;
 
     if (sbt_auto_queued(a, s)) {
-        floor = sbt_auto_target(a);
+        floor = sbt_auto_target(a, a->min_rtt_us);
         next = (c + c * base / s->srtt_us
                 + (apr_uint64_t)s->mss * SBT_AUTO_STEP_SEGMENTS) / 2;
         if (a->settling && next < floor) {
@@ -243,9 +252,10 @@ static int sbt_auto_next(const sbt_auto_t *a, const sbt_auto_seen_t *s,
         }
     }
     else {
-        /* No queue to speak of: size for the RTT the flow sees, and let
-         * a buffer that holds the flow back grow. */
-        next = sbt_auto_target(a);
+        /* No queue to speak of: let a buffer that holds the flow back
+         * grow. */
+        next = sbt_auto_target(a, s->srtt_us + s->rttvar_us
+                                  + SBT_AUTO_REFILL_US);
         if (s->limited && next < c + (c >> SBT_AUTO_GROW_SHIFT)) {
             next = c + (c >> SBT_AUTO_GROW_SHIFT);
         }
@@ -308,10 +318,9 @@ static int sbt_auto_may_ramp(const sbt_auto_t *a, const sbt_sock_t *sock)
            && 2 * (apr_uint64_t)a->rq->d.limit_min <= w[1];
 }
 
-/** Move the buffer as the law says; @a conn is entered.  FALSE when the
- *  law asks for no change. */
-static int sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
-                            const sbt_auto_seen_t *s)
+/** Move the buffer as the law says; @a conn is entered. */
+static void sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
+                             const sbt_auto_seen_t *s)
 {
     sbt_sock_did_t did = {0};
     const char *why;
@@ -322,7 +331,7 @@ static int sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
         /* Taking over from autotuning: from the size it reached. */
         if (!sbt_sock_refresh(&conn->sock, &did)) {
             sbt_sock_tally(c, &did, &a->tally);
-            return 0;
+            return;
         }
         cur = conn->sock.effective / 2;
     }
@@ -330,7 +339,7 @@ static int sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
     a->tally.clamped |= why != NULL;
     if (sbt_sock_locked_at(&conn->sock)
         && !sbt_auto_worth_it(cur, next, s->mss)) {
-        return 0;
+        return;
     }
     sbt_sock_fix(&conn->sock, next, a->rq->shared, &did);
     sbt_sock_tally(c, &did, &a->tally);
@@ -342,7 +351,6 @@ static int sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
                   s->limited ? ", send-buffer-limited" : "", cur, next,
                   why ? ", " : "", why ? why : "", did.done,
                   conn->sock.effective);
-    return 1;
 }
 
 /** One look at the connection, at most once per RTT. */
@@ -354,7 +362,7 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     sbt_conn_t *conn;
     int rv;
 
-    if (a->settled || now < a->next_look
+    if (a->stopped || now < a->next_look
         || (conn = sbt_conn_enter(c)) == NULL) {
         return;
     }
@@ -364,7 +372,7 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
         did.call = "getsockopt(TCP_INFO)";
         did.err = rv;
         sbt_sock_tally(c, &did, &a->tally);
-        a->settled = 1;
+        a->stopped = 1;
         sbt_conn_leave(c);
         return;
     }

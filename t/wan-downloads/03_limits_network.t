@@ -1,11 +1,10 @@
 # The proof of `SndbufTune auto`, continued, over the WAN lab (20 Mbit/s,
 # 100 ms RTT; BDP 250000 bytes, so auto alone would ask for FACTOR x BDP,
-# FACTOR the suite's own AUTO_FACTOR: 375000 with 3/2): which size wins, as the
+# FACTOR the suite's own AUTO_FACTOR: 218750 with 7/8): which size wins, as the
 # kernel shows it (ss -tmi tb in the server namespace, sampled while each
 # download runs) and as the access log notes it.
 #   SndbufTuneLimits clamps auto: a max of 64k (configured rate) and of 96k
-#     (measured rate) cap tb at 2 x max in every sample, and the download
-#     ends there;
+#     (measured rate) cap tb at 2 x max in every sample, and tb reaches it;
 #   SndbufTuneNetwork 198.18.0.0/15 (matching the client 198.18.0.2) beats
 #     the vhost's `SndbufTune 16k`: a fixed 256k gives tb == 2 x 262144, an
 #     `auto 20mbit` rule gives tb within +-25% of 2 x FACTOR x BDP; the logged
@@ -107,7 +106,10 @@ for my $c (@cases) {
         elsif ($name =~ /^limits/) {
             my @over = grep { $_ > $want } @tb;
             is(scalar @over, 0, "tb never above 2 x max = $want");
-            is($last, $want, "the download ends at the cap, tb == $want");
+            # the law would ask for more than the cap; the queue steering
+            # may take the flow below it for a while
+            ok((grep { $_ == $want } @tb),
+               "the cap is reached: tb == $want in some sample");
         }
         else {
             is_deeply([@tb], [$want], "tb == $want in every sample");

@@ -45,7 +45,7 @@ our $SERVER_ADDR = '198.18.0.1';
 # sndbuf_auto.c). The tests own this number on purpose: they do not read it
 # from the code or the docs, so a change of the law has to be made here
 # too, deliberately.
-use constant AUTO_FACTOR => 1.5;
+use constant AUTO_FACTOR => 0.875;
 
 # t/wan/wanlab for this object's lab instance.
 sub _wanlab {
