@@ -4,10 +4,12 @@
 # kernel shows it (ss -tmi tb in the server namespace, sampled while each
 # download runs) and as the access log notes it.
 #   SndbufTuneLimits clamps auto: a max of 64k (configured rate) and of 96k
-#     (measured rate) cap tb at 2 x max in every sample, and tb reaches it;
+#     (measured rate) cap tb at 2 x max in every sample, and tb reaches it
+#     (within the re-tune hysteresis of 1/16);
 #   SndbufTuneNetwork 198.18.0.0/15 (matching the client 198.18.0.2) beats
 #     the vhost's `SndbufTune 16k`: a fixed 256k gives tb == 2 x 262144, an
-#     `auto 20mbit` rule gives tb within +-25% of 2 x FACTOR x BDP; the logged
+#     `auto 20mbit` rule gives a median tb, once tuned, within +-25% of
+#     2 x FACTOR x BDP; the logged
 #     SNDBUF_TUNE_RULE names the network rule;
 #   a rule that does not match (10.0.0.0/8) leaves the vhost's 16k;
 #   a <Location> SndbufTune beats the network rule;
@@ -21,7 +23,8 @@ use lib "$FindBin::Bin/../lib";
 
 use Test::More;
 use SndbufTune::Kernel qw(expected_fixed_tb);
-use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes rel_diff AUTO_FACTOR);
+use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes tuned_from median
+                          rel_diff AUTO_FACTOR);
 
 plan_lab_or_skip();
 
@@ -99,17 +102,21 @@ for my $c (@cases) {
         my @tb = tb_changes(\@ss);
         my $last = $ss[-1][1]{tb};
         if (ref $want) {
+            # once auto has taken over from slow start, the queue steering
+            # moves tb around the law: judge the median
             my $centre = $want->[0];
-            ok(rel_diff($last, $centre) <= 0.25, sprintf
-               'tb %d within +-25%% of 2 x FACTOR x BDP = %d', $last, $centre);
+            my $i = tuned_from(\@ss, $centre, 0.25) // $#ss;
+            my $m = median(map { $_->[1]{tb} } @ss[$i .. $#ss]);
+            ok(rel_diff($m, $centre) <= 0.25, sprintf 'median tb once tuned '
+               . '%d within +-25%% of 2 x FACTOR x BDP = %d', $m, $centre);
         }
         elsif ($name =~ /^limits/) {
             my @over = grep { $_ > $want } @tb;
             is(scalar @over, 0, "tb never above 2 x max = $want");
-            # the law would ask for more than the cap; the queue steering
-            # may take the flow below it for a while
-            ok((grep { $_ == $want } @tb),
-               "the cap is reached: tb == $want in some sample");
+            # the law asks for more than the cap; auto resizes only for a
+            # change of more than 1/16 or one MSS, so it may stop short
+            ok((grep { $_ >= $want * 15 / 16 } @tb),
+               "tb reaches the cap: within 1/16 of $want in some sample");
         }
         else {
             is_deeply([@tb], [$want], "tb == $want in every sample");

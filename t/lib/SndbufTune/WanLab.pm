@@ -35,7 +35,7 @@ use SndbufTune::Util qw(top_dir module_path capture sha256_file
 
 our @EXPORT_OK = qw(
     lab_env_problem plan_lab_or_skip goodput_limit_bps mss_for_mtu jain
-    median rel_diff tb_changes AUTO_FACTOR
+    median rel_diff tb_changes tuned_from AUTO_FACTOR
 );
 
 our $SERVER_ADDR = '198.18.0.1';
@@ -97,6 +97,24 @@ sub tb_changes {
         push @v, $tb if defined $tb && (!@v || $v[-1] != $tb);
     }
     return @v;
+}
+
+# Where auto took the buffer over from slow start in a series ([t, ss]
+# pairs): the first sample, after the series' largest tb (autotuning's
+# peak), within $band of $want; undef if none. From there on the queue
+# steering moves tb around the law, so callers judge the median.
+sub tuned_from {
+    my ($series, $want, $band) = @_;
+    my $peak = 0;
+    for my $i (0 .. $#$series) {
+        $peak = $i if ($series->[$i][1]{tb} // 0)
+                      > ($series->[$peak][1]{tb} // 0);
+    }
+    for my $i ($peak .. $#$series) {
+        my $tb = $series->[$i][1]{tb};
+        return $i if defined $tb && rel_diff($tb, $want) <= $band;
+    }
+    return undef;
 }
 
 # Why the lab cannot run here, or undef when it can (root and TUN).
