@@ -62,9 +62,15 @@ APLOG_USE_MODULE(sndbuf_tune);
 /* While the flow's delivery rate still grows by a quarter per look it
  * is in slow start (or BBR's startup) and the kernel's autotuning is as
  * fast as anything: auto takes over once the rate has not grown so for
- * three looks in a row (BBR's own test for a full pipe). */
+ * three looks in a row (BBR's own test for a full pipe), or RAMP_RTTS
+ * RTTs after the response began.  Slow start doubles per RTT (ten
+ * segments to 4 MiB in nine); a flow still "growing" long after is
+ * winning its share through a crowded bottleneck, where write completion
+ * may give auto one look in ten RTTs, and none once autotuning's buffer
+ * holds the rest of the file. */
 #define SBT_AUTO_RAMP_SHIFT     2
 #define SBT_AUTO_RAMP_FLAT      3
+#define SBT_AUTO_RAMP_RTTS      32
 
 /* A flow reads the queue at its bottleneck from its own RTT: what the
  * smoothed RTT has beyond the minimum and beyond its own variation (the
@@ -137,6 +143,7 @@ struct sbt_auto_t {
      *  the looks since. */
     apr_uint64_t ramp_rate;
     int ramp_flat;
+    apr_time_t began;
     /** Looks left, after the ramp, that a queue never takes below the
      *  target (SBT_AUTO_SETTLE_LOOKS). */
     int settling;
@@ -284,16 +291,20 @@ static void sbt_auto_set_chunk(sbt_auto_t *a, const sbt_sock_t *sock)
 }
 
 /** Still ramping up: leave the buffer to autotuning? */
-static int sbt_auto_ramping(sbt_auto_t *a)
+static int sbt_auto_ramping(sbt_auto_t *a, apr_time_t now)
 {
-    if (a->rtt_from_handshake
-        || a->measured > a->ramp_rate + (a->ramp_rate >> SBT_AUTO_RAMP_SHIFT)) {
-        a->ramp_rate = a->measured;
-        a->ramp_flat = 0;
-        return 1;
-    }
-    if (++a->ramp_flat < SBT_AUTO_RAMP_FLAT) {
-        return 1;
+    if (now - a->began
+        < (apr_time_t)a->min_rtt_us * SBT_AUTO_RAMP_RTTS) {
+        if (a->rtt_from_handshake
+            || a->measured
+               > a->ramp_rate + (a->ramp_rate >> SBT_AUTO_RAMP_SHIFT)) {
+            a->ramp_rate = a->measured;
+            a->ramp_flat = 0;
+            return 1;
+        }
+        if (++a->ramp_flat < SBT_AUTO_RAMP_FLAT) {
+            return 1;
+        }
     }
     a->ramping = 0;
     a->settling = SBT_AUTO_SETTLE_LOOKS;
@@ -399,7 +410,7 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
                   a->rtt_from_handshake ? " (handshake)" : "", s.srtt_us,
                   a->measured, s.limited ? ", send-buffer-limited" : "",
                   a->ramping ? ", ramping" : "");
-    if (!a->ramping || !sbt_auto_ramping(a)) {
+    if (!a->ramping || !sbt_auto_ramping(a, now)) {
         sbt_auto_retune(a, conn, c, &s);
     }
     if (!a->ramping && a->settling) {
@@ -425,7 +436,7 @@ const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
     a->ramp_rate = a->measured;
     sbt_auto_rtt(a, &rq->start);
     a->limited_us = rq->start.sndbuf_limited_us;
-    a->last_look = apr_time_now();
+    a->began = a->last_look = apr_time_now();
     rq->au = a;
 
     sbt_sock_resolve(&conn->sock, &did);
