@@ -90,15 +90,30 @@ sbt_req_t *sbt_req_get(request_rec *r)
     return ap_get_module_config(r->request_config, &sndbuf_tune_module);
 }
 
+/* Notes and environment variables.  Each key is added once per request
+ * (apr_table_setn would compare it with every key that shares its first
+ * four letters, all of ours), except REQUESTED and EFFECTIVE, which the
+ * decision writes for mod_headers and the outcome updates.  A figure
+ * nobody measured is left out: the access log shows "-" for it anyway. */
 static void sbt_note(request_rec *r, const char *key, const char *val)
 {
-    apr_table_setn(r->notes, key, val);
-    apr_table_setn(r->subprocess_env, key, val);
+    apr_table_addn(r->notes, key, val);
+    apr_table_addn(r->subprocess_env, key, val);
 }
 
 static void sbt_note_num(request_rec *r, const char *key, apr_int64_t v)
 {
-    sbt_note(r, key, v >= 0 ? apr_off_t_toa(r->pool, v) : "-");
+    if (v >= 0) {
+        sbt_note(r, key, apr_off_t_toa(r->pool, v));
+    }
+}
+
+static void sbt_note_update(request_rec *r, const char *key, apr_int64_t v)
+{
+    const char *val = v >= 0 ? apr_off_t_toa(r->pool, v) : "-";
+
+    apr_table_setn(r->notes, key, val);
+    apr_table_setn(r->subprocess_env, key, val);
 }
 
 /* ---------------------------------------------------------------- */
@@ -137,8 +152,8 @@ static void sbt_note_decision(request_rec *r, const sbt_req_t *rq,
 
     sbt_note(r, SBT_NOTE_POLICY, sbt_policy_names[rq->d.tune.policy]);
     sbt_note(r, SBT_NOTE_RULE, rq->d.tune.rule);
-    sbt_note_num(r, SBT_NOTE_REQUESTED, locked ? locked : -1);
-    sbt_note_num(r, SBT_NOTE_EFFECTIVE, sock->effective);
+    sbt_note_update(r, SBT_NOTE_REQUESTED, locked ? locked : -1);
+    sbt_note_update(r, SBT_NOTE_EFFECTIVE, sock->effective);
 }
 
 static int sbt_has_response_filter(request_rec *r)
@@ -366,8 +381,8 @@ static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
     sbt_sock_tally(r->connection, &did, &rq->tally);
     o->clamped = rq->tally.clamped | ao.tally.clamped;
     o->failures = rq->tally.failures + ao.tally.failures;
-    sbt_note_num(r, SBT_NOTE_REQUESTED, requested ? requested : -1);
-    sbt_note_num(r, SBT_NOTE_EFFECTIVE, o->effective);
+    sbt_note_update(r, SBT_NOTE_REQUESTED, requested ? requested : -1);
+    sbt_note_update(r, SBT_NOTE_EFFECTIVE, o->effective);
     sbt_note_figures(r, rq, &end, o);
     if (rq->au) {
         sbt_note_num(r, SBT_NOTE_RTT, ao.rtt_us);
