@@ -90,30 +90,32 @@ sbt_req_t *sbt_req_get(request_rec *r)
     return ap_get_module_config(r->request_config, &sndbuf_tune_module);
 }
 
-/* Notes and environment variables.  Each key is added once per request
- * (apr_table_setn would compare it with every key that shares its first
- * four letters, all of ours), except REQUESTED and EFFECTIVE, which the
- * decision writes for mod_headers and the outcome updates.  A figure
- * nobody measured is left out: the access log shows "-" for it anyway. */
+/* The decision goes into the environment (mod_headers, CGI and SSI run
+ * before the response is out), the outcome into the notes (for the
+ * access log).  Each key is added once to each table: apr_table_setn
+ * would compare it with every key that shares its first four letters,
+ * all of ours.  A figure nobody measured is left out: the log shows "-"
+ * for it anyway. */
+static void sbt_env(request_rec *r, const char *key, const char *val)
+{
+    apr_table_addn(r->subprocess_env, key, val);
+}
+
 static void sbt_note(request_rec *r, const char *key, const char *val)
 {
     apr_table_addn(r->notes, key, val);
-    apr_table_addn(r->subprocess_env, key, val);
+}
+
+static const char *sbt_num(request_rec *r, apr_int64_t v)
+{
+    return v >= 0 ? apr_off_t_toa(r->pool, v) : "-";
 }
 
 static void sbt_note_num(request_rec *r, const char *key, apr_int64_t v)
 {
     if (v >= 0) {
-        sbt_note(r, key, apr_off_t_toa(r->pool, v));
+        sbt_note(r, key, sbt_num(r, v));
     }
-}
-
-static void sbt_note_update(request_rec *r, const char *key, apr_int64_t v)
-{
-    const char *val = v >= 0 ? apr_off_t_toa(r->pool, v) : "-";
-
-    apr_table_setn(r->notes, key, val);
-    apr_table_setn(r->subprocess_env, key, val);
 }
 
 /* ---------------------------------------------------------------- */
@@ -149,11 +151,14 @@ static void sbt_note_decision(request_rec *r, const sbt_req_t *rq,
                               const sbt_sock_t *sock)
 {
     int locked = sbt_sock_locked_at(sock);
+    const char *policy = sbt_policy_names[rq->d.tune.policy];
 
-    sbt_note(r, SBT_NOTE_POLICY, sbt_policy_names[rq->d.tune.policy]);
+    sbt_env(r, SBT_NOTE_POLICY, policy);
+    sbt_env(r, SBT_NOTE_RULE, rq->d.tune.rule);
+    sbt_env(r, SBT_NOTE_REQUESTED, sbt_num(r, locked ? locked : -1));
+    sbt_env(r, SBT_NOTE_EFFECTIVE, sbt_num(r, sock->effective));
+    sbt_note(r, SBT_NOTE_POLICY, policy);
     sbt_note(r, SBT_NOTE_RULE, rq->d.tune.rule);
-    sbt_note_update(r, SBT_NOTE_REQUESTED, locked ? locked : -1);
-    sbt_note_update(r, SBT_NOTE_EFFECTIVE, sock->effective);
 }
 
 static int sbt_has_response_filter(request_rec *r)
@@ -181,9 +186,10 @@ static void sbt_insert_filter(request_rec *r)
         return;
     }
     if (!sbt_decide(r, &d) || (conn = sbt_conn_enter(c)) == NULL) {
+        sbt_env(r, SBT_NOTE_POLICY, "none");
+        sbt_env(r, SBT_NOTE_REQUESTED, "-");
+        sbt_env(r, SBT_NOTE_EFFECTIVE, "-");
         sbt_note(r, SBT_NOTE_POLICY, "none");
-        sbt_note(r, SBT_NOTE_REQUESTED, "-");
-        sbt_note(r, SBT_NOTE_EFFECTIVE, "-");
         return;
     }
     rq = apr_pcalloc(r->pool, sizeof(*rq));
@@ -381,8 +387,8 @@ static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
     sbt_sock_tally(r->connection, &did, &rq->tally);
     o->clamped = rq->tally.clamped | ao.tally.clamped;
     o->failures = rq->tally.failures + ao.tally.failures;
-    sbt_note_update(r, SBT_NOTE_REQUESTED, requested ? requested : -1);
-    sbt_note_update(r, SBT_NOTE_EFFECTIVE, o->effective);
+    sbt_note_num(r, SBT_NOTE_REQUESTED, requested ? requested : -1);
+    sbt_note_num(r, SBT_NOTE_EFFECTIVE, o->effective);
     sbt_note_figures(r, rq, &end, o);
     if (rq->au) {
         sbt_note_num(r, SBT_NOTE_RTT, ao.rtt_us);
