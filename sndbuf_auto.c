@@ -9,8 +9,8 @@
  *
  *     SO_SNDBUF = FACTOR x rate x RTT,   clamped to SndbufTuneLimits
  *
- * (the minimum RTT for a configured rate; in a shared bottleneck, the
- * queue it sees steers it instead) and follows the connection while the
+ * (the rate configured or measured; in a shared bottleneck, the queue it
+ * sees steers it instead) and follows the connection while the
  * response is written: at most once per RTT it reads TCP_INFO and moves
  * the buffer (the control law is sbt_auto_next; docs/auto.md explains it
  * and its constants).
