@@ -143,6 +143,7 @@ struct sbt_auto_t {
      *  the looks since. */
     apr_uint64_t ramp_rate;
     int ramp_flat;
+    /** When the response outgrew the buffer in force (auto began). */
     apr_time_t began;
     /** Looks left, after the ramp, that a queue never takes below the
      *  target (SBT_AUTO_SETTLE_LOOKS). */
@@ -247,15 +248,14 @@ static int sbt_auto_queued(const sbt_auto_t *a, const sbt_auto_seen_t *s)
 static int sbt_auto_next(const sbt_auto_t *a, const sbt_auto_seen_t *s,
                          int cur, const char **why)
 {
-    apr_uint64_t c = (apr_uint64_t)cur, next, floor;
+    apr_uint64_t c = (apr_uint64_t)cur, next;
     apr_uint32_t base = a->min_rtt_us + s->rttvar_us;
 
     if (sbt_auto_queued(a, s)) {
-        floor = sbt_auto_target(a, a->min_rtt_us);
         next = (c + c * base / s->srtt_us
                 + (apr_uint64_t)s->mss * SBT_AUTO_STEP_SEGMENTS) / 2;
-        if (a->settling && next < floor) {
-            next = floor;
+        if (a->settling && next < sbt_auto_target(a, a->min_rtt_us)) {
+            next = sbt_auto_target(a, a->min_rtt_us);
         }
     }
     else {
@@ -293,18 +293,19 @@ static void sbt_auto_set_chunk(sbt_auto_t *a, const sbt_sock_t *sock)
 /** Still ramping up: leave the buffer to autotuning? */
 static int sbt_auto_ramping(sbt_auto_t *a, apr_time_t now)
 {
-    if (now - a->began
-        < (apr_time_t)a->min_rtt_us * SBT_AUTO_RAMP_RTTS) {
-        if (a->rtt_from_handshake
+    int too_long = now - a->began
+                   >= (apr_time_t)a->min_rtt_us * SBT_AUTO_RAMP_RTTS;
+
+    if (!too_long
+        && (a->rtt_from_handshake
             || a->measured
-               > a->ramp_rate + (a->ramp_rate >> SBT_AUTO_RAMP_SHIFT)) {
-            a->ramp_rate = a->measured;
-            a->ramp_flat = 0;
-            return 1;
-        }
-        if (++a->ramp_flat < SBT_AUTO_RAMP_FLAT) {
-            return 1;
-        }
+               > a->ramp_rate + (a->ramp_rate >> SBT_AUTO_RAMP_SHIFT))) {
+        a->ramp_rate = a->measured;
+        a->ramp_flat = 0;
+        return 1;
+    }
+    if (!too_long && ++a->ramp_flat < SBT_AUTO_RAMP_FLAT) {
+        return 1;
     }
     a->ramping = 0;
     a->settling = SBT_AUTO_SETTLE_LOOKS;
