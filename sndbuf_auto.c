@@ -72,6 +72,11 @@ APLOG_USE_MODULE(sndbuf_tune);
 #define SBT_AUTO_RAMP_FLAT      3
 #define SBT_AUTO_RAMP_RTTS      32
 
+/* A configured rate's ramp may outgrow tcp_wmem[2] up to this many
+ * times the target (sbt_auto_lift): SO_SNDBUF 3 x 7/8 x BDP holds about
+ * 3.5 x BDP of payload, more than startup's 2.89 x BDP in flight. */
+#define SBT_AUTO_LIFT           3
+
 /* A flow reads the queue at its bottleneck from its own RTT: what the
  * smoothed RTT has beyond the minimum and beyond its own variation (the
  * jitter of a short path is no queue).  Below 1/16 of the minimum RTT
@@ -153,6 +158,8 @@ struct sbt_auto_t {
     int rtt_from_handshake;
     /** Left to kernel autotuning until the rate levels off. */
     int ramping;
+    /** The ramp's ceiling was lifted above tcp_wmem[2] (sbt_auto_lift). */
+    int lifted;
     /** No more looks: TCP_INFO failed. */
     int stopped;
     int retunes;
@@ -330,6 +337,49 @@ static int sbt_auto_may_ramp(const sbt_auto_t *a, const sbt_sock_t *sock)
            && 2 * (apr_uint64_t)a->rq->d.limit_min <= w[1];
 }
 
+/**
+ * Autotuning stops at tcp_wmem[2], which on a long path is less than
+ * BBR's startup keeps in flight (2.89 x BDP).  A flow that reaches it is
+ * held back by its buffer, so BBR never sees the full pipe it needs to
+ * leave startup: it goes on sending every refill of the buffer at 2.89 x
+ * the rate, and after each loss or PROBE_RTT that burst overflows a
+ * queue of one BDP again.  Knowing the path's rate, auto lifts the
+ * ceiling for the rest of the ramp to SBT_AUTO_LIFT x the target, room
+ * for startup's 2.89 x BDP.  Only a flow whose window grew that far gets
+ * it (in a crowd none does), and only for a configured rate: a measured
+ * one is not yet the path's while the flow ramps up.
+ */
+static void sbt_auto_lift(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
+                          apr_uint32_t mss)
+{
+    sbt_sock_did_t did = {0};
+    const char *why;
+    int lift;
+
+    if (a->lifted || !a->rq->d.tune.rate
+        || conn->sock.state != SBT_SOCK_AUTOTUNED) {
+        return;
+    }
+    if (!sbt_sock_refresh(&conn->sock, &did)
+        || (apr_uint32_t)conn->sock.effective < sbt_kernel.tcp_wmem[2]) {
+        sbt_sock_tally(c, &did, &a->tally);
+        return;
+    }
+    a->lifted = 1;
+    lift = sbt_auto_clamp(SBT_AUTO_LIFT * sbt_auto_target(a, a->min_rtt_us),
+                          &a->rq->d, mss, &why);
+    if (2 * (apr_uint64_t)lift <= (apr_uint64_t)conn->sock.effective) {
+        return;
+    }
+    sbt_sock_fix(&conn->sock, lift, a->rq->shared, &did);
+    sbt_sock_tally(c, &did, &a->tally);
+    ap_log_cerror(APLOG_MARK, APLOG_TRACE1, 0, c, "SndbufTune auto: "
+                  "autotuning reached tcp_wmem[2] while the rate still "
+                  "grows: ceiling lifted to %d%s%s: %s, effective %d", lift,
+                  why ? ", " : "", why ? why : "", did.done,
+                  conn->sock.effective);
+}
+
 /** Move the buffer as the law says; @a conn is entered. */
 static void sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
                              const sbt_auto_seen_t *s)
@@ -413,6 +463,9 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
                   a->ramping ? ", ramping" : "");
     if (!a->ramping || !sbt_auto_ramping(a, now)) {
         sbt_auto_retune(a, conn, c, &s);
+    }
+    else {
+        sbt_auto_lift(a, conn, c, s.mss);
     }
     if (!a->ramping && a->settling) {
         a->settling--;

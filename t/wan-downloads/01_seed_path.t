@@ -12,6 +12,15 @@
 #              (<= 10% of busy time);
 #   - the access log's notes say the same (policy, requested, effective,
 #     and SNDBUF_TUNE_SNDBUF_LIMITED_MS: > 0 for 16k, ~0 for unset).
+# For `SndbufTune auto` with `SndbufTuneBandwidth 30mbit`: autotuning stops
+# at tcp_wmem[2], less than BBR's startup keeps in flight here (2.89 x
+# BDP of payload), so auto lifts the ramp's ceiling for a configured rate:
+#   - tb rose above tcp_wmem[2] during the ramp, to at most 2 x 3 x
+#     FACTOR x BDP (the lift), then auto took over at the law (median tb
+#     within +-25% of 2 x FACTOR x BDP);
+#   - from there the sender left startup: it paces at less than twice
+#     what it delivers (startup paces at 2.89 x), and retransmits less
+#     than 1% of what it sends (no loss cycle).
 # No wall-clock assertions. Needs root and /dev/net/tun (skips otherwise;
 # fails instead of skipping when $CI is set).
 use strict;
@@ -20,13 +29,16 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use Test::More;
-use SndbufTune::Kernel qw(wmem_max);
-use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes);
+use SndbufTune::Kernel qw(tcp_wmem wmem_max);
+use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes tuned_from median
+                          rel_diff AUTO_FACTOR);
 
 plan_lab_or_skip();
-plan tests => 3;
+plan tests => 4;
 
-my %size = ('/w16k/data.bin' => 2 << 20, '/unset/data.bin' => 4 << 20);
+my $BDP = 30e6 / 8 * 0.250;
+my %size = ('/w16k/data.bin' => 2 << 20, '/unset/data.bin' => 4 << 20,
+            '/autobw/data.bin' => 32 << 20);
 my ($lab, $srv, $sha) = SndbufTune::WanLab->lab_with_server(
     tag => '1', rtt_ms => 250, rate_mbit => 30, files => \%size,
     server => { name => 'seed', body => <<'EOF' });
@@ -35,6 +47,10 @@ my ($lab, $srv, $sha) = SndbufTune::WanLab->lab_with_server(
 </Location>
 <Location /unset/>
     SndbufTune unset
+</Location>
+<Location /autobw/>
+    SndbufTune auto
+    SndbufTuneBandwidth 30mbit
 </Location>
 EOF
 
@@ -98,6 +114,39 @@ subtest 'SndbufTune unset over 30 Mbit/s, 250 ms' => sub {
     like($e && $e->{limited_ms}, qr/^\d+$/, 'logged limited time is a number');
     cmp_ok($e && $e->{limited_ms}, '<=', 0.10 * $last->{busy_ms},
            'logged limited time ~0: <= 10% of the busy time ss showed');
+};
+
+subtest 'SndbufTune auto, SndbufTuneBandwidth 30mbit: startup ends' => sub {
+    my $d = fetch('/autobw/data.bin');
+    my $ss = $d->{ss};
+    my $wmem2 = (tcp_wmem())[2];
+    my $lift = 2 * 3 * AUTO_FACTOR * $BDP;
+    my ($max) = sort { $b <=> $a } map { $_->[1]{tb} // 0 } @$ss;
+    cmp_ok($lift, '>', $wmem2, "the lift is above tcp_wmem[2] ($wmem2) "
+           . 'here (a host with a larger one needs no lift)') or return;
+    cmp_ok($max, '>', $wmem2, "tb rose above tcp_wmem[2] during the ramp");
+    cmp_ok($max, '<=', 1.05 * $lift, sprintf 'and no higher than the lift, '
+           . '2 x 3 x %s x BDP = %d', AUTO_FACTOR, $lift);
+    my $want = 2 * AUTO_FACTOR * $BDP;
+    my $i = tuned_from($ss, $want, 0.25);
+    ok(defined $i, 'auto took over at the law (tb within 25% of '
+       . int($want) . ')') or return;
+    my @after = @$ss[$i .. $#$ss];
+    my $tb = median(map { $_->[1]{tb} } @after);
+    ok(rel_diff($tb, $want) <= 0.25, "median tb $tb after t="
+       . "$ss->[$i][0]s within +-25% of 2 x FACTOR x BDP");
+    my @gain = map { $_->[1]{pacing_rate} / $_->[1]{delivery_rate} }
+               grep { $_->[1]{pacing_rate} && $_->[1]{delivery_rate} } @after;
+    my $gain = median(@gain) // 99;
+    cmp_ok($gain, '<', 2, sprintf 'left startup: median pacing rate / '
+           . 'delivery rate %.2f < 2 (startup: 2.89)', $gain);
+    my ($s0, $s1) = map { $_->[1] } @after[0, -1];
+    my $sent = $s1->{data_segs_out} - $s0->{data_segs_out};
+    my $lost = $s1->{retrans} - $s0->{retrans};
+    cmp_ok($lost, '<', 0.01 * $sent, "no loss cycle: $lost of $sent "
+           . 'segments retransmitted after the takeover (< 1%)');
+    my $e = $srv->access_entry_for($d->{port});
+    is($e && $e->{bw_bps}, 30e6, 'logged SNDBUF_TUNE_BW_BPS 30000000');
 };
 
 $srv->stop;
