@@ -72,9 +72,10 @@ APLOG_USE_MODULE(sndbuf_tune);
 #define SBT_AUTO_RAMP_FLAT      3
 #define SBT_AUTO_RAMP_RTTS      32
 
-/* A configured rate's ramp may outgrow tcp_wmem[2] up to this many
- * times the target (sbt_auto_lift): SO_SNDBUF 3 x 7/8 x BDP holds about
- * 3.5 x BDP of payload, more than startup's 2.89 x BDP in flight. */
+/* A ramp that reaches tcp_wmem[2] may grow to this many times a
+ * configured rate's target (sbt_auto_lift): SO_SNDBUF 3 x 7/8 x BDP
+ * holds about 3.5 x BDP of payload, more than startup's 2.89 x BDP in
+ * flight. */
 #define SBT_AUTO_LIFT           3
 
 /* A flow reads the queue at its bottleneck from its own RTT: what the
@@ -158,7 +159,7 @@ struct sbt_auto_t {
     int rtt_from_handshake;
     /** Left to kernel autotuning until the rate levels off. */
     int ramping;
-    /** The ramp's ceiling was lifted above tcp_wmem[2] (sbt_auto_lift). */
+    /** The ramp reached tcp_wmem[2]: its ceiling was lifted. */
     int lifted;
     /** No more looks: TCP_INFO failed. */
     int stopped;
@@ -338,25 +339,28 @@ static int sbt_auto_may_ramp(const sbt_auto_t *a, const sbt_sock_t *sock)
 }
 
 /**
- * Autotuning stops at tcp_wmem[2], which on a long path is less than
+ * Autotuning stops at tcp_wmem[2], which on a long path is no more than
  * BBR's startup keeps in flight (2.89 x BDP).  A flow that reaches it is
  * held back by its buffer, so BBR never sees the full pipe it needs to
  * leave startup: it goes on sending every refill of the buffer at 2.89 x
  * the rate, and after each loss or PROBE_RTT that burst overflows a
- * queue of one BDP again.  Knowing the path's rate, auto lifts the
- * ceiling for the rest of the ramp to SBT_AUTO_LIFT x the target, room
- * for startup's 2.89 x BDP.  Only a flow whose window grew that far gets
- * it (in a crowd none does), and only for a configured rate: a measured
- * one is not yet the path's while the flow ramps up.
+ * queue of one BDP again.  So a flow whose buffer autotuning has grown
+ * to its ceiling while the rate still grows gets a higher one for the
+ * rest of the ramp: SBT_AUTO_LIFT x the target of a configured rate,
+ * else the maximum (a measured rate is not yet the path's).  In a crowd
+ * no flow grows that far.  Not on an HTTP/2 connection, whose buffer
+ * only ever grows: the lift would outlast the ramp.  (Whether the buffer
+ * holds the flow back, tcpi_sndbuf_limited does not tell: on the seed
+ * path it grew by less than 1/8 of the interval at every look.)
  */
 static void sbt_auto_lift(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
-                          apr_uint32_t mss)
+                          const sbt_auto_seen_t *s)
 {
     sbt_sock_did_t did = {0};
-    const char *why;
+    const char *why = NULL;
     int lift;
 
-    if (a->lifted || !a->rq->d.tune.rate
+    if (a->lifted || a->rq->shared
         || conn->sock.state != SBT_SOCK_AUTOTUNED) {
         return;
     }
@@ -366,16 +370,20 @@ static void sbt_auto_lift(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
         return;
     }
     a->lifted = 1;
-    lift = sbt_auto_clamp(SBT_AUTO_LIFT * sbt_auto_target(a, a->min_rtt_us),
-                          &a->rq->d, mss, &why);
+    lift = a->rq->d.tune.rate
+           ? sbt_auto_clamp(SBT_AUTO_LIFT
+                            * sbt_auto_target(a, a->min_rtt_us),
+                            &a->rq->d, s->mss, &why)
+           : a->rq->d.limit_max;
     if (2 * (apr_uint64_t)lift <= (apr_uint64_t)conn->sock.effective) {
         return;
     }
-    sbt_sock_fix(&conn->sock, lift, a->rq->shared, &did);
+    sbt_sock_fix(&conn->sock, lift, 0, &did);
     sbt_sock_tally(c, &did, &a->tally);
-    ap_log_cerror(APLOG_MARK, APLOG_TRACE1, 0, c, "SndbufTune auto: "
-                  "autotuning reached tcp_wmem[2] while the rate still "
-                  "grows: ceiling lifted to %d%s%s: %s, effective %d", lift,
+    ap_log_cerror(APLOG_MARK, APLOG_DEBUG, 0, c, "SndbufTune auto: "
+                  "autotuning reached its ceiling (tcp_wmem[2]) while the "
+                  "rate still grows: lifted to %d%s%s: %s, effective %d",
+                  lift,
                   why ? ", " : "", why ? why : "", did.done,
                   conn->sock.effective);
 }
@@ -465,7 +473,7 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
         sbt_auto_retune(a, conn, c, &s);
     }
     else {
-        sbt_auto_lift(a, conn, c, s.mss);
+        sbt_auto_lift(a, conn, c, &s);
     }
     if (!a->ramping && a->settling) {
         a->settling--;

@@ -12,12 +12,13 @@
 #              (<= 10% of busy time);
 #   - the access log's notes say the same (policy, requested, effective,
 #     and SNDBUF_TUNE_SNDBUF_LIMITED_MS: > 0 for 16k, ~0 for unset).
-# For `SndbufTune auto` with `SndbufTuneBandwidth 30mbit`: autotuning stops
-# at tcp_wmem[2], less than BBR's startup keeps in flight here (2.89 x
-# BDP of payload), so auto lifts the ramp's ceiling for a configured rate:
+# For `SndbufTune auto`, with `SndbufTuneBandwidth 30mbit` and measured:
+# autotuning stops at tcp_wmem[2], no more than BBR's startup keeps in
+# flight here (2.89 x BDP of payload), so auto lifts the ramp's ceiling:
 #   - tb rose above tcp_wmem[2] during the ramp, to at most 2 x 3 x
-#     FACTOR x BDP (the lift), then auto took over at the law (median tb
-#     within +-25% of 2 x FACTOR x BDP);
+#     FACTOR x BDP with the configured rate, 2 x net.core.wmem_max
+#     measured; then auto took over at the law (median tb within +-25%
+#     of 2 x FACTOR x BDP);
 #   - from there the sender left startup: it paces at less than twice
 #     what it delivers (startup paces at 2.89 x), and retransmits less
 #     than 1% of what it sends (no loss cycle).
@@ -34,11 +35,11 @@ use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes tuned_from median
                           rel_diff AUTO_FACTOR);
 
 plan_lab_or_skip();
-plan tests => 4;
+plan tests => 5;
 
 my $BDP = 30e6 / 8 * 0.250;
 my %size = ('/w16k/data.bin' => 2 << 20, '/unset/data.bin' => 4 << 20,
-            '/autobw/data.bin' => 32 << 20);
+            '/autobw/data.bin' => 32 << 20, '/auto/data.bin' => 32 << 20);
 my ($lab, $srv, $sha) = SndbufTune::WanLab->lab_with_server(
     tag => '1', rtt_ms => 250, rate_mbit => 30, files => \%size,
     server => { name => 'seed', body => <<'EOF' });
@@ -51,6 +52,9 @@ my ($lab, $srv, $sha) = SndbufTune::WanLab->lab_with_server(
 <Location /autobw/>
     SndbufTune auto
     SndbufTuneBandwidth 30mbit
+</Location>
+<Location /auto/>
+    SndbufTune auto
 </Location>
 EOF
 
@@ -116,17 +120,19 @@ subtest 'SndbufTune unset over 30 Mbit/s, 250 ms' => sub {
            'logged limited time ~0: <= 10% of the busy time ss showed');
 };
 
-subtest 'SndbufTune auto, SndbufTuneBandwidth 30mbit: startup ends' => sub {
-    my $d = fetch('/autobw/data.bin');
+# The ramp past tcp_wmem[2] up to $lift, the takeover at the law, and a
+# sender out of startup without a loss cycle (see the top of the file).
+sub startup_ends {
+    my ($path, $lift, $lift_what) = @_;
+    my $d = fetch($path);
     my $ss = $d->{ss};
     my $wmem2 = (tcp_wmem())[2];
-    my $lift = 2 * 3 * AUTO_FACTOR * $BDP;
     my ($max) = sort { $b <=> $a } map { $_->[1]{tb} // 0 } @$ss;
     cmp_ok($lift, '>', $wmem2, "the lift is above tcp_wmem[2] ($wmem2) "
            . 'here (a host with a larger one needs no lift)') or return;
     cmp_ok($max, '>', $wmem2, "tb rose above tcp_wmem[2] during the ramp");
-    cmp_ok($max, '<=', 1.05 * $lift, sprintf 'and no higher than the lift, '
-           . '2 x 3 x %s x BDP = %d', AUTO_FACTOR, $lift);
+    cmp_ok($max, '<=', 1.05 * $lift, "and no higher than $lift_what, "
+           . int($lift));
     my $want = 2 * AUTO_FACTOR * $BDP;
     my $i = tuned_from($ss, $want, 0.25);
     ok(defined $i, 'auto took over at the law (tb within 25% of '
@@ -145,8 +151,19 @@ subtest 'SndbufTune auto, SndbufTuneBandwidth 30mbit: startup ends' => sub {
     my $lost = $s1->{retrans} - $s0->{retrans};
     cmp_ok($lost, '<', 0.01 * $sent, "no loss cycle: $lost of $sent "
            . 'segments retransmitted after the takeover (< 1%)');
-    my $e = $srv->access_entry_for($d->{port});
+    return $srv->access_entry_for($d->{port});
+}
+
+subtest 'SndbufTune auto, SndbufTuneBandwidth 30mbit: startup ends' => sub {
+    my $e = startup_ends('/autobw/data.bin', 2 * 3 * AUTO_FACTOR * $BDP,
+                         "the lift, 2 x 3 x ${\ AUTO_FACTOR} x BDP");
     is($e && $e->{bw_bps}, 30e6, 'logged SNDBUF_TUNE_BW_BPS 30000000');
+};
+
+subtest 'SndbufTune auto, measured: startup ends' => sub {
+    my $e = startup_ends('/auto/data.bin', 2 * wmem_max(),
+                         'the lift, 2 x net.core.wmem_max');
+    is($e && $e->{policy}, 'auto', 'logged policy auto');
 };
 
 $srv->stop;
