@@ -323,8 +323,9 @@ static int sbt_auto_ramping(sbt_auto_t *a, apr_time_t now)
 /**
  * A fresh socket is the kernel's: it grows the buffer with the
  * congestion window, as fast as slow start (and BBR's startup, which
- * keeps 2.89 x BDP in flight) needs, so auto lets it and takes over
- * once the delivery rate levels off, configured rate or not.  Not when
+ * keeps 2.89 x BDP in flight) needs, up to tcp_wmem[2] (sbt_auto_lift
+ * goes on from there), so auto lets it and takes over once the delivery
+ * rate levels off, configured rate or not.  Not when
  * an earlier response or the listener locked the socket, or when
  * SndbufTuneLimits is narrower than the kernel's own range (tcp_wmem),
  * which autotuning would step out of.
