@@ -159,7 +159,8 @@ struct sbt_auto_t {
     int rtt_from_handshake;
     /** Left to kernel autotuning until the rate levels off. */
     int ramping;
-    /** The ramp reached tcp_wmem[2]: its ceiling was lifted. */
+    /** The ramp reached tcp_wmem[2], and had its ceiling lifted if the
+     *  lift was higher (sbt_auto_lift): not looked at again. */
     int lifted;
     /** No more looks: TCP_INFO failed. */
     int stopped;
@@ -384,8 +385,7 @@ static void sbt_auto_lift(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
     ap_log_cerror(APLOG_MARK, APLOG_DEBUG, 0, c, "SndbufTune auto: "
                   "autotuning reached its ceiling (tcp_wmem[2]) while the "
                   "rate still grows: lifted to %d%s%s: %s, effective %d",
-                  lift,
-                  why ? ", " : "", why ? why : "", did.done,
+                  lift, why ? ", " : "", why ? why : "", did.done,
                   conn->sock.effective);
 }
 
