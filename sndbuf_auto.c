@@ -108,6 +108,17 @@ APLOG_USE_MODULE(sndbuf_tune);
  * when the overshoot's losses come in. */
 #define SBT_AUTO_SETTLE_LOOKS   8
 
+/* A configured rate is the client's, and auto sizes for it while the
+ * flow gets at least half of it.  A flow that gets less once its ramp
+ * is over shares its path with others, and its buffer is sized from its
+ * measured rate like any other's: sized for the configured rate, each
+ * flow of a crowd held several times its share (100 flows through
+ * 100 Mbit/s: 6.6 x the memory of autotuning, Jain 0.83).  Half, not
+ * nearly all: one flow's measured rate dips after a loss or in BBR's
+ * drain phase (on the seed path to 73% of the configured rate), and a
+ * flow of three or more through one bottleneck gets a third at most. */
+#define SBT_AUTO_SHARE_DIV      2
+
 /* Never fewer than this many segments (x2 by Linux): with a buffer
  * below a few MSS every write waits for a delayed ACK.  Loopback's
  * 64k MSS makes this the floor there. */
@@ -162,6 +173,9 @@ struct sbt_auto_t {
     /** The ramp reached tcp_wmem[2], and had its ceiling lifted if the
      *  lift was higher (sbt_auto_lift): not looked at again. */
     int lifted;
+    /** Gets less than half its configured rate: sized from the
+     *  measured one (sbt_auto_rate). */
+    int sharing;
     /** No more looks: TCP_INFO failed. */
     int stopped;
     int retunes;
@@ -206,6 +220,34 @@ static apr_uint64_t sbt_auto_estimate(apr_uint64_t est,
         return est;
     }
     return est - (est - sample) / 2;
+}
+
+/** The rate to size for: measured, or configured (SBT_AUTO_SHARE_DIV). */
+static apr_uint64_t sbt_auto_rate(const sbt_auto_t *a)
+{
+    apr_uint64_t conf = a->rq->d.tune.rate;
+
+    if (conf && (a->ramping || a->measured * SBT_AUTO_SHARE_DIV >= conf)) {
+        return conf;
+    }
+    return a->measured;
+}
+
+static void sbt_auto_set_rate(sbt_auto_t *a, conn_rec *c)
+{
+    int sharing;
+
+    a->rate = sbt_auto_rate(a);
+    sharing = a->rq->d.tune.rate && a->rate != a->rq->d.tune.rate;
+    if (sharing != a->sharing) {
+        a->sharing = sharing;
+        ap_log_cerror(APLOG_MARK, APLOG_DEBUG, 0, c, "SndbufTune auto: "
+                      "the flow gets %" APR_UINT64_T_FMT " B/s, %s half "
+                      "the configured %" APR_UINT64_T_FMT " B/s: sized from "
+                      "the %s rate", a->measured,
+                      sharing ? "under" : "again at least",
+                      a->rq->d.tune.rate, sharing ? "measured" : "configured");
+    }
 }
 
 static int sbt_auto_clamp(apr_uint64_t v, const sbt_decision_t *d,
@@ -431,7 +473,7 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     sbt_auto_seen_t s;
     sbt_tcp_info_t ti;
     sbt_conn_t *conn;
-    int rv;
+    int rv, ramp;
 
     if (a->stopped || now < a->next_look
         || (conn = sbt_conn_enter(c)) == NULL) {
@@ -450,9 +492,6 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     sbt_auto_rtt(a, &ti);
     a->measured = sbt_auto_estimate(a->measured, &ti);
     conn->rate_estimate = a->measured;
-    if (!a->rq->d.tune.rate) {
-        a->rate = a->measured;
-    }
     s.srtt_us = ti.rtt_us;
     s.rttvar_us = ti.rttvar_us;
     s.mss = ti.snd_mss;
@@ -470,11 +509,13 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
                   a->rtt_from_handshake ? " (handshake)" : "", s.srtt_us,
                   a->measured, s.limited ? ", send-buffer-limited" : "",
                   a->ramping ? ", ramping" : "");
-    if (!a->ramping || !sbt_auto_ramping(a, now)) {
-        sbt_auto_retune(a, conn, c, &s);
+    ramp = a->ramping && sbt_auto_ramping(a, now);
+    sbt_auto_set_rate(a, c);
+    if (ramp) {
+        sbt_auto_lift(a, conn, c, &s);
     }
     else {
-        sbt_auto_lift(a, conn, c, &s);
+        sbt_auto_retune(a, conn, c, &s);
     }
     if (!a->ramping && a->settling) {
         a->settling--;
