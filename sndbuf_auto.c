@@ -173,9 +173,6 @@ struct sbt_auto_t {
     /** The ramp reached tcp_wmem[2], and had its ceiling lifted if the
      *  lift was higher (sbt_auto_lift): not looked at again. */
     int lifted;
-    /** Gets less than half its configured rate: sized from the
-     *  measured one (sbt_auto_rate). */
-    int sharing;
     /** No more looks: TCP_INFO failed. */
     int stopped;
     int retunes;
@@ -222,31 +219,26 @@ static apr_uint64_t sbt_auto_estimate(apr_uint64_t est,
     return est - (est - sample) / 2;
 }
 
-/** The rate to size for: measured, or configured (SBT_AUTO_SHARE_DIV). */
-static apr_uint64_t sbt_auto_rate(const sbt_auto_t *a)
-{
-    apr_uint64_t conf = a->rq->d.tune.rate;
-
-    if (conf && (a->ramping || a->measured * SBT_AUTO_SHARE_DIV >= conf)) {
-        return conf;
-    }
-    return a->measured;
-}
-
+/** Size for the configured rate while the flow gets at least half of it
+ *  (SBT_AUTO_SHARE_DIV), else for the measured one; say when it switches. */
 static void sbt_auto_set_rate(sbt_auto_t *a, conn_rec *c)
 {
-    int sharing;
+    apr_uint64_t conf = a->rq->d.tune.rate;
+    int was_sharing = conf && a->rate != conf, sharing;
 
-    a->rate = sbt_auto_rate(a);
-    sharing = a->rq->d.tune.rate && a->rate != a->rq->d.tune.rate;
-    if (sharing != a->sharing) {
-        a->sharing = sharing;
+    if (!conf) {
+        a->rate = a->measured;
+        return;
+    }
+    sharing = !a->ramping && a->measured * SBT_AUTO_SHARE_DIV < conf;
+    a->rate = sharing ? a->measured : conf;
+    if (sharing != was_sharing) {
         ap_log_cerror(APLOG_MARK, APLOG_DEBUG, 0, c, "SndbufTune auto: "
                       "the flow gets %" APR_UINT64_T_FMT " B/s, %s half "
                       "the configured %" APR_UINT64_T_FMT " B/s: sized from "
                       "the %s rate", a->measured,
-                      sharing ? "under" : "again at least",
-                      a->rq->d.tune.rate, sharing ? "measured" : "configured");
+                      sharing ? "under" : "again at least", conf,
+                      sharing ? "measured" : "configured");
     }
 }
 
