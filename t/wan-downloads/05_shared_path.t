@@ -7,8 +7,10 @@
 # long before: 32 RTTs at most), ss shows
 #   - the median tb of each flow at most half of what the configured rate
 #     gives (2 x FACTOR x BDP), for at least 9 of the 10 flows;
-#   - the flows' summed median tb below that of three flows sized for the
-#     configured rate;
+#   - the summed median tb of all flows but the largest below that of two
+#     flows sized for the configured rate (under load one flow may have the
+#     path to itself through its ramp, and keep a peak rate above half the
+#     configured one: the check above allows it);
 # and every download is intact, and logged SNDBUF_TUNE_BW_BPS below half
 # the configured rate. A module that sizes every flow for the configured
 # rate holds each near 2 x FACTOR x BDP and fails the first two checks.
@@ -66,10 +68,11 @@ my $small = grep { defined && $_ <= $LAW / 2 } @median;
 cmp_ok($small, '>=', DOWNLOADS - 1,
        "median tb at most half the configured rate's law on $small of "
        . DOWNLOADS . ' flows');
+my @sorted = sort { $a <=> $b } map { $_ // $LAW } @median;
 my $sum = 0;
-$sum += $_ // $LAW for @median;
-cmp_ok($sum, '<', 3 * $LAW, "the flows' median tb sum to $sum, below "
-       . "three flows sized for the configured rate");
+$sum += $_ for @sorted[0 .. $#sorted - 1];
+cmp_ok($sum, '<', 2 * $LAW, "the median tb of all flows but the largest "
+       . "sum to $sum, below two flows sized for the configured rate");
 
 my @e = map { $srv->access_entry_for($_->{local_port}) } @jobs;
 my $shared = grep { $_ && defined $_->{bw_bps}
