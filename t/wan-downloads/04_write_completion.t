@@ -9,6 +9,7 @@
 #   - BusyWorkers at most 2 (the worker answering the poll, plus one), as
 #     without the module: no worker waits for a socket;
 #   - ConnsAsyncWriting at least 90% of the downloads still running;
+#   (each in all but a tenth of the polls: a starved CPU makes outliers)
 # and afterwards
 #   - every download is intact (SHA-256);
 #   - at least 90% of them logged SNDBUF_TUNE_RETUNES > 0, and ss saw the
@@ -91,10 +92,16 @@ shift @polls while @polls > 1 && ($polls[0]{writing} // 0) == 0;
 diag(join ' ', map { "busy=$_->{busy} writing=$_->{writing}" } @polls);
 cmp_ok(scalar @polls, '>=', 2, 'mod_status polled at least twice while '
        . 'every download ran');
-is(scalar(grep { ($_->{busy} // 99) > 2 } @polls), 0,
-   'BusyWorkers at most 2 in every poll');
-is(scalar(grep { ($_->{writing} // 0) < 0.9 * $_->{running} } @polls), 0,
-   'ConnsAsyncWriting at least 90% of the running downloads in every poll');
+# On a starved CPU the listener can hand several writable sockets to
+# workers at once, module or not (one poll of 30 saw 8 busy under three
+# CPU hogs): a tenth of the polls may be off, a flushing module is off in
+# all of them.
+my $busy = grep { ($_->{busy} // 99) > 2 } @polls;
+cmp_ok($busy, '<=', 0.1 * @polls, "BusyWorkers at most 2 in all but a "
+       . "tenth of the polls ($busy of ${\ scalar @polls} above)");
+my $sync = grep { ($_->{writing} // 0) < 0.9 * $_->{running} } @polls;
+cmp_ok($sync, '<=', 0.1 * @polls, 'ConnsAsyncWriting at least 90% of the '
+       . "running downloads in all but a tenth of the polls ($sync below)");
 
 my $intact = grep { ($r[$_]{http_code} // '') eq '200'
                     && -s $out[$_]->filename == SIZE
