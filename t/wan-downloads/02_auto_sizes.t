@@ -158,7 +158,8 @@ subtest 'measured: no SndbufTuneBandwidth, a long download' => sub {
     my $want = 2 * AUTO_FACTOR * $bdp;
     # by three quarters: on a starved CPU the lab's relay delays packets,
     # auto sees that as a queue and comes down from the ramp in small
-    # steps (sample 30-36 of 76 here, once 50 of 75 under three CPU hogs)
+    # steps (with the earlier 16 MB download: sample 30-36 of 76 here,
+    # once 50 of 75 under three CPU hogs)
     my $i = tuned_ok(\@ss, $want, "2 x ${\ AUTO_FACTOR} x measured BDP",
                      3 / 4);
     # the bottleneck's queue (one BDP) is what a buffer above the law
