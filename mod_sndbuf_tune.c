@@ -556,6 +556,7 @@ static void sbt_register_hooks(apr_pool_t *p)
                                   AP_FTYPE_TRANSCODE + 5);
     sbt_config_register_hooks();
     sbt_auto_register_hooks();
+    sbt_path_register_hooks();
     sbt_status_register_hooks();
 }
 

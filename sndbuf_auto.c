@@ -130,6 +130,14 @@ APLOG_USE_MODULE(sndbuf_tune);
  * flow of three or more through one bottleneck gets a third at most. */
 #define SBT_AUTO_SHARE_DIV      2
 
+/* A lower minimum RTT that another connection to the same client
+ * address measured (sndbuf_path.c) is taken for the flow's own when it
+ * is at least 1/TRUST of it: the flow then started in a queue of up to
+ * one BDP (the 100-flow bench's start fills that much).  A larger gap
+ * more likely means another path behind the address (a NAT's), whose
+ * extra delay would read as a queue and steer this flow down for good. */
+#define SBT_AUTO_PATH_TRUST     2
+
 /* Never fewer than this many segments (x2 by Linux): with a buffer
  * below a few MSS every write waits for a delayed ACK.  Loopback's
  * 64k MSS makes this the floor there. */
@@ -176,7 +184,9 @@ struct sbt_auto_t {
     /** Looks left, after the ramp, that a queue never takes below the
      *  target (SBT_AUTO_SETTLE_LOOKS). */
     int settling;
+    /** The minimum RTT sized for: the path's, or the flow's own. */
     apr_uint32_t min_rtt_us;
+    apr_uint32_t own_min_rtt_us;
     /** The RTT is the handshake's (no data acknowledged yet). */
     int rtt_from_handshake;
     /** Left to kernel autotuning until the rate levels off. */
@@ -201,16 +211,29 @@ typedef struct {
 static int sbt_async_mpm;
 
 /** The RTT to size for: the windowed minimum once the peer has
- *  acknowledged data; before that only the handshake sample exists,
- *  which TCP_DEFER_ACCEPT inflates by the client's idle time. */
-static void sbt_auto_rtt(sbt_auto_t *a, const sbt_tcp_info_t *ti)
+ *  acknowledged data, or the path's if another connection to the same
+ *  client measured a lower one (sndbuf_path.c); before that only the
+ *  handshake sample exists, which TCP_DEFER_ACCEPT inflates by the
+ *  client's idle time. */
+static void sbt_auto_rtt(sbt_auto_t *a, const sbt_tcp_info_t *ti,
+                         const conn_rec *c)
 {
     int from_data = (ti->valid & SBT_TI_MIN_RTT)
                     && (ti->valid & SBT_TI_BYTES_ACKED)
                     && ti->bytes_acked > 1 && ti->min_rtt_us;
+    apr_uint32_t path;
 
     a->rtt_from_handshake = !from_data;
-    a->min_rtt_us = from_data ? ti->min_rtt_us : ti->rtt_us;
+    a->own_min_rtt_us = from_data ? ti->min_rtt_us : ti->rtt_us;
+    a->min_rtt_us = a->own_min_rtt_us;
+    if (from_data) {
+        path = sbt_path_min_rtt(c->master ? c->master->client_addr
+                                          : c->client_addr,
+                                a->own_min_rtt_us);
+        if ((apr_uint64_t)path * SBT_AUTO_PATH_TRUST >= a->own_min_rtt_us) {
+            a->min_rtt_us = path;
+        }
+    }
 }
 
 /** Peak-hold with decay: a flow's delivery rate drops whenever it is
@@ -497,7 +520,7 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
         sbt_conn_leave(c);
         return;
     }
-    sbt_auto_rtt(a, &ti);
+    sbt_auto_rtt(a, &ti, c);
     a->measured = sbt_auto_estimate(a->measured, &ti);
     conn->rate_estimate = a->measured;
     s.srtt_us = ti.rtt_us;
@@ -512,9 +535,10 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     a->next_look = now + (ti.rtt_us > SBT_AUTO_MIN_INTERVAL
                           ? ti.rtt_us : SBT_AUTO_MIN_INTERVAL);
     ap_log_cerror(APLOG_MARK, APLOG_TRACE2, 0, c, "SndbufTune auto look: "
-                  "min rtt %uus%s srtt %uus measured %" APR_UINT64_T_FMT
-                  " B/s%s%s", a->min_rtt_us,
-                  a->rtt_from_handshake ? " (handshake)" : "", s.srtt_us,
+                  "min rtt %uus (own %uus%s) srtt %uus measured %"
+                  APR_UINT64_T_FMT " B/s%s%s", a->min_rtt_us,
+                  a->own_min_rtt_us,
+                  a->rtt_from_handshake ? ", handshake" : "", s.srtt_us,
                   a->measured, s.limited ? ", send-buffer-limited" : "",
                   a->ramping ? ", ramping" : "");
     ramp = a->ramping && sbt_auto_ramping(a, now);
@@ -546,7 +570,7 @@ const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
     a->measured = conn->rate_estimate;
     a->rate = rq->d.tune.rate ? rq->d.tune.rate : a->measured;
     a->ramp_rate = a->measured;
-    sbt_auto_rtt(a, &rq->start);
+    sbt_auto_rtt(a, &rq->start, r->connection);
     a->limited_us = rq->start.sndbuf_limited_us;
     a->began = a->last_look = apr_time_now();
     rq->au = a;

@@ -11,6 +11,7 @@
  * sndbuf_rules.c      SndbufTuneNetwork rules: longest-prefix match
  * sndbuf_socket.c     fixed/unset on a socket, and what was done to it
  * sndbuf_auto.c       "auto": the control law and when it looks
+ * sndbuf_path.c       per client address, the lowest minimum RTT seen
  * sndbuf_status.c     counters in shared memory (layout: sndbuf_status.h)
  * sndbuf_status_page.c  the status page and mod_status's section
  * sndbuf_kernel.c     socket options and sysctls (the only syscalls)
@@ -254,6 +255,14 @@ typedef struct {
 } sbt_auto_outcome_t;
 void sbt_auto_end(sbt_auto_t *au, sbt_conn_t *conn, sbt_auto_outcome_t *o);
 void sbt_auto_register_hooks(void);
+
+/* sndbuf_path.c */
+/** Record a connection's minimum RTT for the path to @a client and
+ *  return the path's: the lowest any connection to that address has
+ *  measured lately (@a own_us when none is lower, or when unknown). */
+apr_uint32_t sbt_path_min_rtt(const apr_sockaddr_t *client,
+                              apr_uint32_t own_us);
+void sbt_path_register_hooks(void);
 
 /** What became of one request, for the status page's counters. */
 typedef struct {

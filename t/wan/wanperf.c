@@ -5,10 +5,12 @@
  *       Listen, accept one connection, send zeros until the peer closes
  *       its side (or S seconds pass), then print the sender's TCP_INFO.
  *   wanperf sink --connect ADDR [--port N] --time S [--warmup S]
- *                [--interval S]
+ *                [--interval S] [--clamp N]
  *       Connect (retrying while refused, up to 5 s), receive for S seconds,
  *       print total bytes and the goodput between t=warmup and t=S, where
- *       t=0 is the first byte received.
+ *       t=0 is the first byte received.  --clamp: TCP_WINDOW_CLAMP, so
+ *       the sender keeps at most N bytes in flight: a standing queue of
+ *       N - BDP that never drains.
  *   wanperf rtt --connect ADDR [--port N] [--count N] [--interval-ms N]
  *               [--timeout-ms N]
  *       Round-trip time of a TCP SYN answered by a RST (connect() to a
@@ -54,7 +56,7 @@ static void usage(void)
             "usage: wanperf source --bind ADDR [--port N] [--time S] "
             "[--sndbuf N] [--cc NAME]\n"
             "       wanperf sink --connect ADDR [--port N] --time S "
-            "[--warmup S] [--interval S]\n"
+            "[--warmup S] [--interval S] [--clamp N]\n"
             "       wanperf rtt --connect ADDR [--port N] [--count N] "
             "[--interval-ms N] [--timeout-ms N]\n");
     exit(2);
@@ -68,6 +70,7 @@ struct opts {
     double warmup;
     double interval;
     int sndbuf;
+    int clamp;
     int count;
     int interval_ms;
     int timeout_ms;
@@ -169,7 +172,7 @@ static int do_source(const struct opts *o)
     return 0;
 }
 
-static int connect_retry(const struct sockaddr_in *sa)
+static int connect_retry(const struct sockaddr_in *sa, int clamp)
 {
     double give_up = now_s() + 5;
 
@@ -178,6 +181,11 @@ static int connect_retry(const struct sockaddr_in *sa)
 
         if (s < 0) {
             die("socket");
+        }
+        if (clamp > 0
+            && setsockopt(s, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp,
+                          sizeof(clamp)) < 0) {
+            die("setsockopt(TCP_WINDOW_CLAMP)");
         }
         if (connect(s, (const struct sockaddr *)sa, sizeof(*sa)) == 0) {
             return s;
@@ -199,7 +207,7 @@ static int do_sink(const struct opts *o)
     int s, started = 0, inwin = 0;
 
     make_addr(o, &sa);
-    s = connect_retry(&sa);
+    s = connect_retry(&sa, o->clamp);
     for (;;) {
         ssize_t n = recv(s, buf, sizeof(buf), 0);
         double t = now_s();
@@ -324,6 +332,7 @@ static const struct opt_def {
     {"--cc", 's', offsetof(struct opts, cc)},
     {"--port", 'i', offsetof(struct opts, port)},
     {"--sndbuf", 'i', offsetof(struct opts, sndbuf)},
+    {"--clamp", 'i', offsetof(struct opts, clamp)},
     {"--count", 'i', offsetof(struct opts, count)},
     {"--interval-ms", 'i', offsetof(struct opts, interval_ms)},
     {"--timeout-ms", 'i', offsetof(struct opts, timeout_ms)},

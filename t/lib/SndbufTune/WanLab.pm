@@ -149,7 +149,7 @@ sub plan_lab_or_skip {
 # ----------------------------------------------------------------- lab --
 
 my %LIVE;           # labs this process brought up (for END)
-my %JOBS;           # curl processes still running (for END)
+my %JOBS;           # curl and wanperf processes still running (for END)
 
 # `wanlab status` as a hash (state => 'down' when nothing is up); with
 # reset => 1, the relay's counters start again from zero.
@@ -399,6 +399,60 @@ sub curl_wait {
 sub curl {
     my ($self, %a) = @_;
     return $self->curl_wait($self->curl_start(%a));
+}
+
+# ---------------------------------------------------------- wanperf --
+
+# t/wan/wanperf, where `wanlab up` built it (the rule of t/wan/wanlab).
+sub _wanperf {
+    my $here = top_dir() . '/t/wan';
+    return ($ENV{WANLAB_BIN_DIR} // (-w $here ? $here : '/run/wanlab-bin'))
+        . '/wanperf';
+}
+
+# Run a command in namespace $ns in the background, output discarded;
+# killed at END if still running. Returns its pid.
+sub _spawn {
+    my ($self, $ns, @cmd) = @_;
+    my $pid = fork;
+    die "fork: $!" unless defined $pid;
+    if (!$pid) {
+        open STDOUT, '>', '/dev/null' or POSIX::_exit(126);
+        open STDERR, '>&', \*STDOUT;
+        open STDIN, '<', '/dev/null';
+        exec('ip', 'netns', 'exec', $ns, @cmd) or POSIX::_exit(127);
+    }
+    $JOBS{$pid} = { pid => $pid };
+    return $pid;
+}
+
+# A bulk TCP flow through the path that is not Apache's: wanperf source
+# in the server namespace (congestion control cc, default the kernel's)
+# into wanperf sink in the client namespace, for seconds (60), on port
+# (5201); with inflight, the sink's window is clamped to that many bytes,
+# so a flow that fills it keeps a standing queue of inflight - BDP at the
+# bottleneck. Returns a handle for bulk_stop.
+sub bulk_start {
+    my ($self, %a) = @_;
+    my $port = $a{port} // 5201;
+    my $secs = $a{seconds} // 60;
+    my @src = ('source', '--bind', $SERVER_ADDR, '--port', $port,
+               '--time', $secs + 10);
+    push @src, '--cc', $a{cc} if $a{cc};
+    return { port => $port, pids => [
+        $self->_spawn($self->{ns_server}, _wanperf(), @src),
+        $self->_spawn($self->{ns_client}, _wanperf(), 'sink', '--connect',
+                      $SERVER_ADDR, '--port', $port, '--time', $secs,
+                      '--clamp', int($a{inflight} // 0)) ] };
+}
+
+sub bulk_stop {
+    my ($self, $bulk) = @_;
+    for my $pid (@{ $bulk->{pids} }) {
+        kill 'TERM', $pid;
+        waitpid($pid, 0);
+        delete $JOBS{$pid};
+    }
 }
 
 # Sample ss in the server namespace every INTERVAL seconds while the job(s)

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+
+/*
+ * sndbuf_path.c: the paths this process writes to, one per client
+ * address: the lowest minimum RTT its auto responses to that address
+ * have measured lately.
+ *
+ * auto reads the queue at a flow's bottleneck as the smoothed RTT beyond
+ * the minimum.  A flow that starts while others from the same client
+ * fill that queue takes its first minimum through it, and sees no queue
+ * until the queue drains: the law sizes it for the rate it won in slow
+ * start (docs/auto.md, "late comers").  Flows to one address share the
+ * path up to that address, so the lowest minimum any of them has seen
+ * is the path's own delay; auto takes it for a flow's when it is lower
+ * (and not so much lower that it is another path behind the address).
+ *
+ * Per process, not in shared memory: a crowd from one client is spread
+ * over a few processes at most, and each sees enough of it.  A fixed
+ * table, made at child_init: a look costs a hash, a lock and no
+ * allocation, and no stream touches a connection's pool.
+ */
+
+#include "httpd.h"
+#include "http_config.h"
+#include "http_log.h"
+#include "ap_mpm.h"
+
+#include "apr_strings.h"
+#if APR_HAS_THREADS
+#include "apr_thread_mutex.h"
+#endif
+
+#include "sndbuf_tune.h"
+
+APLOG_USE_MODULE(sndbuf_tune);
+
+/* Direct-mapped: a client whose slot another address holds, freshly,
+ * keeps its own minimum; it is never worse off than without the table. */
+#define SBT_PATH_SLOTS      256
+
+/* A minimum no connection has confirmed for this long is forgotten, so
+ * that a path that has grown longer (a route change) is not read as a
+ * queue for longer than this once the connections that measured the old
+ * one have closed.  BBR keeps its own minimum RTT as long. */
+#define SBT_PATH_FRESH      apr_time_from_sec(10)
+
+typedef struct {
+    int family;                 /**< 0: empty */
+    unsigned char addr[16];
+    apr_uint32_t min_rtt_us;
+    /** When a connection last measured min_rtt_us or less. */
+    apr_time_t seen;
+} sbt_path_t;
+
+static sbt_path_t *sbt_paths;
+#if APR_HAS_THREADS
+static apr_thread_mutex_t *sbt_paths_mutex;
+#endif
+
+static unsigned int sbt_path_hash(const unsigned char *b, int len)
+{
+    unsigned int h = 2166136261u;       /* FNV-1a */
+    int i;
+
+    for (i = 0; i < len; i++) {
+        h = (h ^ b[i]) * 16777619u;
+    }
+    return h % SBT_PATH_SLOTS;
+}
+
+/** Record @a own_us for @a p at @a now; the path's minimum. */
+static apr_uint32_t sbt_path_update(sbt_path_t *p, int family,
+                                    const void *addr, int len,
+                                    apr_uint32_t own_us, apr_time_t now)
+{
+    int same = p->family == family && !memcmp(p->addr, addr, len);
+    int stale = now - p->seen > SBT_PATH_FRESH;
+
+    if (!same && p->family && !stale) {
+        return own_us;
+    }
+    if (!same || stale || own_us <= p->min_rtt_us) {
+        p->family = family;
+        memset(p->addr, 0, sizeof(p->addr));
+        memcpy(p->addr, addr, len);
+        p->min_rtt_us = own_us;
+        p->seen = now;
+    }
+    return p->min_rtt_us;
+}
+
+apr_uint32_t sbt_path_min_rtt(const apr_sockaddr_t *client,
+                              apr_uint32_t own_us)
+{
+    apr_uint32_t min = own_us;
+    int len;
+
+    if (!sbt_paths || !client || !own_us
+        || (len = client->ipaddr_len) <= 0 || len > 16) {
+        return own_us;
+    }
+#if APR_HAS_THREADS
+    if (sbt_paths_mutex && apr_thread_mutex_lock(sbt_paths_mutex)) {
+        return own_us;
+    }
+#endif
+    min = sbt_path_update(&sbt_paths[sbt_path_hash(client->ipaddr_ptr, len)],
+                          client->family, client->ipaddr_ptr, len, own_us,
+                          apr_time_now());
+#if APR_HAS_THREADS
+    if (sbt_paths_mutex) {
+        apr_thread_mutex_unlock(sbt_paths_mutex);
+    }
+#endif
+    return min;
+}
+
+static void sbt_path_child_init(apr_pool_t *pchild, server_rec *s)
+{
+#if APR_HAS_THREADS
+    int threaded = 0;
+    apr_status_t rv;
+
+    if ((ap_mpm_query(AP_MPMQ_IS_THREADED, &threaded) != APR_SUCCESS
+         || threaded)
+        && (rv = apr_thread_mutex_create(&sbt_paths_mutex,
+                                         APR_THREAD_MUTEX_DEFAULT, pchild))
+           != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, "SndbufTune auto: cannot "
+                     "create the mutex of the paths' minimum RTTs; each "
+                     "connection keeps its own");
+        return;
+    }
+#else
+    (void)s;
+#endif
+    sbt_paths = apr_pcalloc(pchild, SBT_PATH_SLOTS * sizeof(*sbt_paths));
+}
+
+void sbt_path_register_hooks(void)
+{
+    /* The table and its lock are per process, made before any
+     * connection. */
+    ap_hook_child_init(sbt_path_child_init, NULL, NULL, APR_HOOK_MIDDLE);
+}
