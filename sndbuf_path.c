@@ -25,7 +25,6 @@
 #include "http_log.h"
 #include "ap_mpm.h"
 
-#include "apr_strings.h"
 #if APR_HAS_THREADS
 #include "apr_thread_mutex.h"
 #endif
