@@ -318,17 +318,17 @@ static int sbt_auto_queued(const sbt_auto_t *a, const sbt_auto_seen_t *s)
 
 /**
  * The control law: the next SO_SNDBUF for a connection now at @a cur.
- * A queue at the bottleneck steers it (SBT_AUTO_QUEUE_SHIFT), the rate
- * being configured or measured; with none, it is FACTOR x rate x RTT.
+ * A queue at the bottleneck (@a queued, sbt_auto_queued) steers it, the
+ * rate being configured or measured; with none, it is FACTOR x rate x RTT.
  * It shrinks at most by half a look.
  */
 static int sbt_auto_next(const sbt_auto_t *a, const sbt_auto_seen_t *s,
-                         int cur, const char **why)
+                         int queued, int cur, const char **why)
 {
     apr_uint64_t c = (apr_uint64_t)cur, next;
     apr_uint32_t base = a->min_rtt_us + s->rttvar_us;
 
-    if (sbt_auto_queued(a, s)) {
+    if (queued) {
         next = (c + c * base / s->srtt_us
                 + (apr_uint64_t)s->mss * SBT_AUTO_STEP_SEGMENTS) / 2;
         if (a->settling && next < sbt_auto_target(a, a->min_rtt_us)) {
@@ -468,7 +468,7 @@ static void sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
 {
     sbt_sock_did_t did = {0};
     const char *why;
-    int cur, next;
+    int cur, next, queued;
 
     cur = sbt_sock_locked_at(&conn->sock);
     if (!cur) {
@@ -479,10 +479,11 @@ static void sbt_auto_retune(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
         }
         cur = conn->sock.effective / 2;
     }
-    next = sbt_auto_next(a, s, cur, &why);
+    queued = sbt_auto_queued(a, s);
+    next = sbt_auto_next(a, s, queued, cur, &why);
     a->tally.clamped |= why != NULL;
     if (sbt_sock_locked_at(&conn->sock)
-        && !sbt_auto_worth_it(cur, next, s->mss, sbt_auto_queued(a, s))) {
+        && !sbt_auto_worth_it(cur, next, s->mss, queued)) {
         return;
     }
     sbt_sock_fix(&conn->sock, next, a->rq->shared, &did);
