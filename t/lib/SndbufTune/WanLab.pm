@@ -429,9 +429,9 @@ sub _spawn {
 # A bulk TCP flow through the path that is not Apache's: wanperf source
 # in the server namespace (congestion control cc, default the kernel's)
 # into wanperf sink in the client namespace, for seconds (60), on port
-# (5201); with inflight, the sink's window is clamped to that many bytes,
-# so a flow that fills it keeps a standing queue of inflight - BDP at the
-# bottleneck. Returns a handle for bulk_stop.
+# (5201); with inflight, the sink clamps its window near that many bytes
+# (wanperf --clamp), so a flow that fills it keeps a standing queue at the
+# bottleneck, through losses. Returns a handle for bulk_stop.
 sub bulk_start {
     my ($self, %a) = @_;
     my $port = $a{port} // 5201;
