@@ -72,16 +72,20 @@ static apr_uint32_t sbt_path_update(sbt_path_t *p, int family,
                                     const void *addr, int len,
                                     apr_uint32_t own_us, apr_time_t now)
 {
-    int same = p->family == family && !memcmp(p->addr, addr, len);
     int stale = now - p->seen > SBT_PATH_FRESH;
 
-    if (!same && p->family && !stale) {
-        return own_us;
-    }
-    if (!same || stale || own_us <= p->min_rtt_us) {
+    if (p->family != family || memcmp(p->addr, addr, len)) {
+        if (p->family && !stale) {
+            return own_us;
+        }
         p->family = family;
         memset(p->addr, 0, sizeof(p->addr));
         memcpy(p->addr, addr, len);
+        p->min_rtt_us = own_us;
+        p->seen = now;
+        return own_us;
+    }
+    if (stale || own_us <= p->min_rtt_us) {
         p->min_rtt_us = own_us;
         p->seen = now;
     }

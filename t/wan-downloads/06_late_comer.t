@@ -73,6 +73,7 @@ sub standing_queue {
 # view, B's access-log entry, B intact).
 sub late_comer {
     my (%a) = @_;
+    @rwnd = ();
     my ($lab, $srv, $sha) = SndbufTune::WanLab->lab_with_server(
         tag => '6', rtt_ms => RTT_MS, rate_mbit => RATE_BPS / 1e6,
         queue_bytes => 6 * $BDP,
