@@ -9,9 +9,12 @@
 # Two labs of 30 Mbit/s, 100 ms (BDP 375000 bytes). In each, download A
 # (auto) starts on the empty path; once ss shows it has data acknowledged,
 # a cubic bulk flow (wanperf, not Apache) whose window the sink clamps
-# keeps a standing queue at the bottleneck (a window-limited flow keeps
-# it through losses); when A's ss rtt shows it, download B (auto, 16 MB)
-# starts from the same client address, through that queue. The kernel's
+# keeps a standing queue at the bottleneck (as long as its cwnd stays
+# above that window); when A's ss rtt shows it, download B (auto, 16 MB)
+# starts from the same client address, through that queue. SndbufTuneLimits
+# 4k 512k keeps both downloads off the ramp: a slow start lifted to 8 MiB
+# overflowed the queue, cut the bulk flow's cwnd below its window, and the
+# queue (and B's minimum) fell after auto's last look. The kernel's
 # view (ss) of A and B against what auto sized B for (SNDBUF_TUNE_RTT_US):
 #   - window 300000 (363 segments in flight: the receive window grows in
 #     steps), about half a BDP of queue: B's own minrtt is 1.25-2 x A's
@@ -78,9 +81,12 @@ sub late_comer {
         tag => '6', rtt_ms => RTT_MS, rate_mbit => RATE_BPS / 1e6,
         queue_bytes => 6 * $BDP,
         files => { '/a.bin' => 400 << 20, '/b.bin' => SIZE_B },
-        # one process: the minimum RTTs are shared within a process
+        # one process: the minimum RTTs are shared within a process;
+        # limits narrower than tcp_wmem skip the ramp, so B's slow start
+        # cannot overflow the queue and cut the bulk flow's cwnd below
+        # its window (the queue would drain, and B's minimum with it)
         server => { name => 'late', processes => 1,
-                    body => "SndbufTune auto\n" });
+                    body => "SndbufTune auto\nSndbufTuneLimits 4k 512k\n" });
     my $ja = $lab->curl_start(url => $srv->url('/a.bin'), max_time => 180);
     ok(poll_until(20, sub { my $v = view($lab, $ja);
                             $v && ($v->{delivered} // 0) > 100 }, 0.1),
