@@ -35,7 +35,7 @@ use SndbufTune::Util qw(top_dir module_path capture sha256_file
 
 our @EXPORT_OK = qw(
     lab_env_problem plan_lab_or_skip goodput_limit_bps mss_for_mtu jain
-    median rel_diff tb_changes tuned_from AUTO_FACTOR
+    median rel_diff tb_changes responding tuned_from AUTO_FACTOR
 );
 
 our $SERVER_ADDR = '198.18.0.1';
@@ -97,6 +97,16 @@ sub tb_changes {
         push @v, $tb if defined $tb && (!@v || $v[-1] != $tb);
     }
     return @v;
+}
+
+# The samples of a series ([t, ss] pairs) taken once the server had sent
+# bytes. Before that, ss can catch an accepted socket whose request httpd
+# has not yet read (the location, and so the size, is not known yet): its
+# buffer then is the kernel's initial one and holds nothing back. Once
+# bytes are sent the size in force is the module's.
+sub responding {
+    my $series = shift;
+    return grep { ($_->[1]{bytes_sent} // 0) > 0 } @$series;
 }
 
 # Where auto took the buffer over from slow start in a series ([t, ss]
