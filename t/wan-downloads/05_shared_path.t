@@ -12,8 +12,9 @@
 #     path to itself through its ramp, and keep a peak rate above half the
 #     configured one: the check above allows it);
 # and every download is intact, and logged SNDBUF_TUNE_BW_BPS below half
-# the configured rate. A module that sizes every flow for the configured
-# rate holds each near 2 x FACTOR x BDP and fails the first two checks.
+# the configured rate (but the last two to finish, which end with the path
+# nearly to themselves). A module that sizes every flow for the configured
+# rate holds each near 2 x FACTOR x BDP and fails all three checks.
 # Kernel state and the module's notes only; no wall-clock assertions.
 use strict;
 use warnings;
@@ -74,12 +75,19 @@ $sum += $_ for @sorted[0 .. $#sorted - 1];
 cmp_ok($sum, '<', 2 * $LAW, "the median tb of all flows but the largest "
        . "sum to $sum, below two flows sized for the configured rate");
 
+# The note is auto's last look. The last two downloads to finish end
+# with the path to themselves or nearly (a half share each, up to the
+# switch point): there going back to the configured rate is right (CI
+# once saw the last one do it). The others ended in a crowd of three or
+# more: each got a third of the path or less.
+my @order = sort { $jobs[$a]{t1} <=> $jobs[$b]{t1} } 0 .. DOWNLOADS - 1;
+my @crowd = @order[0 .. DOWNLOADS - 3];
 my @e = map { $srv->access_entry_for($_->{local_port}) } @jobs;
 my $shared = grep { $_ && defined $_->{bw_bps}
-                    && $_->{bw_bps} < RATE_BPS / 2 } @e;
-is($shared, DOWNLOADS, "SNDBUF_TUNE_BW_BPS below half the configured rate "
-   . "on $shared of " . DOWNLOADS . ' downloads')
-    or diag(join ' ', map { $_ ? $_->{bw_bps} // '-' : '-' } @e);
+                    && $_->{bw_bps} < RATE_BPS / 2 } @e[@crowd];
+is($shared, scalar @crowd, "SNDBUF_TUNE_BW_BPS below half the configured "
+   . "rate on $shared of the " . @crowd . ' downloads that ended in a crowd')
+    or diag(join ' ', map { $_ ? $_->{bw_bps} // '-' : '-' } @e[@order]);
 
 $srv->stop;
 $lab->down;
