@@ -85,9 +85,10 @@ my @crowd = @order[0 .. DOWNLOADS - 3];
 my @e = map { $srv->access_entry_for($_->{local_port}) } @jobs;
 my $shared = grep { $_ && defined $_->{bw_bps}
                     && $_->{bw_bps} < RATE_BPS / 2 } @e[@crowd];
+diag('logged SNDBUF_TUNE_BW_BPS, in the order the downloads finished: '
+     . join ' ', map { $_ ? $_->{bw_bps} // '-' : '-' } @e[@order]);
 is($shared, scalar @crowd, "SNDBUF_TUNE_BW_BPS below half the configured "
-   . "rate on $shared of the " . @crowd . ' downloads that ended in a crowd')
-    or diag(join ' ', map { $_ ? $_->{bw_bps} // '-' : '-' } @e[@order]);
+   . "rate on $shared of the " . @crowd . ' downloads that ended in a crowd');
 
 $srv->stop;
 $lab->down;
