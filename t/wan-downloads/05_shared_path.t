@@ -83,8 +83,8 @@ cmp_ok($sum, '<', 3 * $LAW, "the median tb of all flows but the largest "
 # The note is auto's last look. The last two downloads to finish end
 # with the path to themselves or nearly (a half share each, up to the
 # switch point): there going back to the configured rate is right (CI
-# once saw the last one do it). The others ended in a crowd of three or
-# more: each got a third of the path or less.
+# saw the last one do it, a run here the last two). The others ended in
+# a crowd of three or more: each got a third of the path or less.
 my @order = sort { $jobs[$a]{t1} <=> $jobs[$b]{t1} } 0 .. DOWNLOADS - 1;
 my @crowd = @order[0 .. DOWNLOADS - 3];
 my @e = map { $srv->access_entry_for($_->{local_port}) } @jobs;
