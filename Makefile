@@ -3,16 +3,17 @@
 #   make            build .libs/mod_sndbuf_tune.so
 #   make install    install into Apache's module directory (DESTDIR honoured)
 #   make test       install what is missing, build, run every test suite
+#   make unit       the control law on its own (no network, no server)
 #   make demo       install what is missing, build, start a demo server
 #   make bench      WAN lab benchmarks; writes docs/benchmarks.md
 #   make sanitize   ASan+UBSan and ThreadSanitizer builds (docs/sanitizers.md)
 
 APXS      ?= apxs
 LIBEXECDIR = $(shell $(APXS) -q LIBEXECDIR 2>/dev/null)
-SOURCES    = mod_sndbuf_tune.c sndbuf_config.c sndbuf_parse.c sndbuf_rules.c sndbuf_socket.c sndbuf_auto.c \
+SOURCES    = mod_sndbuf_tune.c sndbuf_config.c sndbuf_parse.c sndbuf_rules.c sndbuf_socket.c sndbuf_auto.c sndbuf_law.c \
              sndbuf_path.c sndbuf_status.c sndbuf_status_page.c \
              sndbuf_kernel.c
-HEADERS    = sndbuf_tune.h sndbuf_kernel.h sndbuf_parse.h sndbuf_status.h
+HEADERS    = sndbuf_tune.h sndbuf_law.h sndbuf_kernel.h sndbuf_parse.h sndbuf_status.h
 MODULE     = .libs/mod_sndbuf_tune.so
 
 all: $(MODULE)
@@ -50,6 +51,27 @@ clean:
 	-t/run -clean >/dev/null 2>&1
 
 .PHONY: all install deps test demo demo-stop bench clean
+
+# ---------------------------------------------------------------------------
+# The control law (sndbuf_law.c), pure: exact decisions for constructed
+# looks, under ASan and UBSan, in a second (t/unit/law_cases.c).
+# ---------------------------------------------------------------------------
+
+t/unit/law_cases: t/unit/law_cases.c sndbuf_law.c sndbuf_law.h
+	$(PARSE_CC) $(PARSE_CFLAGS) -o $@ t/unit/law_cases.c sndbuf_law.c
+
+unit: t/unit/law_cases
+	prove --exec '' t/unit/law_cases
+
+# make test runs it before the suites.
+test: unit
+
+unit-clean:
+	rm -f t/unit/law_cases
+
+clean: unit-clean
+
+.PHONY: unit unit-clean
 
 # ---------------------------------------------------------------------------
 # Parsers (sndbuf_parse.c): a unit check and a fuzzer (docs/fuzzing.md).

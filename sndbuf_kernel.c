@@ -152,6 +152,20 @@ int sbt_sock_release_sndbuf(int fd, int initial, int restore_to)
 #endif
 }
 
+int sbt_sock_congestion(int fd, char *name, int len)
+{
+#ifdef TCP_CONGESTION
+    socklen_t optlen = (socklen_t)len - 1;
+
+    memset(name, 0, (size_t)len);
+    return getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &optlen)
+           ? errno : 0;
+#else
+    (void)fd; (void)name; (void)len;
+    return ENOTSUP;
+#endif
+}
+
 #ifdef SBT_HAVE_TCP_INFO
 /* True when the kernel's answer reaches to the end of member m. */
 #define TI_HAS(len, m) \

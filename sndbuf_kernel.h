@@ -73,6 +73,10 @@ int sbt_sock_sndbuf_locked(int fd, int *locked);
  */
 int sbt_sock_release_sndbuf(int fd, int initial, int restore_to);
 
+/** getsockopt(TCP_CONGESTION): the congestion control's name into
+ *  @a name (NUL-terminated, at most @a len bytes).  0 or errno. */
+int sbt_sock_congestion(int fd, char *name, int len);
+
 /** TCP_INFO, trusting only what the kernel's optlen covers. 0 or errno. */
 int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *ti);
 

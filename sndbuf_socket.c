@@ -15,6 +15,10 @@
 #include "http_log.h"
 
 #include "apr_atomic.h"
+#include "apr_strings.h"
+
+#include <errno.h>
+#include <string.h>
 
 #include "sndbuf_tune.h"
 
@@ -157,6 +161,54 @@ void sbt_sock_unset(sbt_sock_t *s, int shared, sbt_sock_did_t *did)
     s->requested = 0;
     did->done = "released to autotuning";
     sbt_sock_refresh(s, did);
+}
+
+void sbt_sock_give_back(sbt_sock_t *s, sbt_sock_did_t *did)
+{
+    int rv;
+
+    did->done = "left to autotuning";
+    if (s->state != SBT_SOCK_FIXED && s->state != SBT_SOCK_LOCKED) {
+        return;
+    }
+    if (!sbt_kernel.has_buf_lock) {
+        did->done = "left locked: this kernel lacks SO_BUF_LOCK "
+                    "(Linux >= 5.15)";
+        return;
+    }
+    /* No shrink: autotuning grows the buffer from where it is. */
+    if ((rv = sbt_sock_release_sndbuf(s->fd, 0, sbt_sock_locked_at(s)))) {
+        sbt_failed(did, "clearing the SO_SNDBUF lock (SO_BUF_LOCK)", rv,
+                   "unlock failed");
+        return;
+    }
+    s->state = SBT_SOCK_AUTOTUNED;
+    s->requested = 0;
+    did->done = "given back to autotuning";
+    sbt_sock_refresh(s, did);
+}
+
+int sbt_sock_info(const sbt_sock_t *s, sbt_tcp_info_t *ti,
+                  sbt_sock_did_t *did)
+{
+    int rv = s->fd < 0 ? EBADF : sbt_sock_tcp_info(s->fd, ti);
+
+    if (rv) {
+        sbt_failed(did, "getsockopt(TCP_INFO)", rv, "no TCP_INFO");
+    }
+    return rv == 0;
+}
+
+int sbt_sock_loss_based(const sbt_sock_t *s)
+{
+    char name[16];
+
+    if (s->fd < 0 || sbt_sock_congestion(s->fd, name, sizeof(name))) {
+        return 1;
+    }
+    /* bbr (and its later versions) model the path; cubic, reno and the
+     * rest back off only on loss, so they fill the bottleneck queue. */
+    return strncmp(name, "bbr", 3) != 0;
 }
 
 void sbt_sock_tally(conn_rec *c, const sbt_sock_did_t *did, sbt_tally_t *t)

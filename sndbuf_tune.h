@@ -148,6 +148,15 @@ int sbt_sock_refresh(sbt_sock_t *s, sbt_sock_did_t *did);
 int sbt_sock_locked_at(const sbt_sock_t *s);
 /** The kernel's buffer as last seen, or its initial size if unknown. */
 int sbt_sock_known_size(const sbt_sock_t *s);
+/** Give a locked buffer back to autotuning at the size it has (auto:
+ *  a lock that would be worse than autotuning). */
+void sbt_sock_give_back(sbt_sock_t *s, sbt_sock_did_t *did);
+/** TCP_INFO of the socket.  FALSE (and @a did says why) on failure. */
+int sbt_sock_info(const sbt_sock_t *s, sbt_tcp_info_t *ti,
+                  sbt_sock_did_t *did);
+/** Does the socket's congestion control fill queues by design (not
+ *  bbr)?  Unknown counts as loss-based, the kernel's default. */
+int sbt_sock_loss_based(const sbt_sock_t *s);
 /** What the socket calls for one response came to, for the status page. */
 typedef struct {
     int clamped;                /**< a size was clamped (limits, 2 x MSS,

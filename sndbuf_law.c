@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+
+/*
+ * sndbuf_law.c: the control law of "SndbufTune auto" (sndbuf_law.h).
+ *
+ * A send buffer smaller than the bandwidth-delay product caps the flow
+ * at sndbuf / RTT; a larger one only holds memory and, in a shared
+ * bottleneck, queue.  So auto aims at
+ *
+ *     SO_SNDBUF = FACTOR x rate x RTT,   clamped to SndbufTuneLimits,
+ *
+ * the rate configured or measured; in a bottleneck shared by its own
+ * flows, the queue it sees steers it instead.  Its promise is to be
+ * never slower than the kernel's autotuning, so it gives the buffer back
+ * to autotuning wherever a lock would be worse: when the kernel cannot
+ * grant the size (net.core.wmem_max), when the congestion control needs
+ * its queue (loss-based), and when the queue is not the flow's own.
+ * docs/auto.md explains each rule; t/unit/law_cases.c tests each.
+ */
+
+#include <stddef.h>
+
+#include "sndbuf_law.h"
+
+/* SO_SNDBUF = FACTOR x rate x RTT, FACTOR = 7/8: Linux doubles the
+ * argument and MSS-sized skbs carry about a third of overhead, so the
+ * socket holds about 1.2 x BDP of payload.  That fills the pipe while the
+ * writer refills the buffer, and no more: a BBR flow that its buffer
+ * holds back never leaves startup (its 2.89 gain), and a larger buffer
+ * lets each burst after a loss overflow a bottleneck queue of one BDP. */
+#define SBT_LAW_FACTOR_NUM      7
+#define SBT_LAW_FACTOR_DEN      8
+
+/* While the delivery rate still grows by a quarter per look the flow is
+ * in slow start (or BBR's startup) and autotuning is as fast as
+ * anything: auto takes over once the rate has not grown so for three
+ * looks in a row (BBR's own test for a full pipe), or RAMP_RTTS RTTs
+ * after the response began. */
+#define SBT_LAW_RAMP_SHIFT      2
+#define SBT_LAW_RAMP_FLAT       3
+#define SBT_LAW_RAMP_RTTS       32
+
+/* A ramp that reaches tcp_wmem[2] may grow to this many times the
+ * target (the lift): 3 x 7/8 x BDP holds about 3.5 x BDP of payload,
+ * more than BBR's startup keeps in flight (2.89 x BDP). */
+#define SBT_LAW_LIFT            3
+
+/* The queue is what the smoothed RTT has beyond the minimum and beyond
+ * its own variation.  Below 1/16 of the minimum RTT, or below QUEUE_MIN
+ * (the delay load adds in NICs and hosts), the path has room: a
+ * send-buffer-limited flow grows by a quarter per look, another moves to
+ * the target.  Above, the buffer is steered as FAST TCP steers its
+ * window: halfway each look toward cur x (min RTT + variation) / RTT +
+ * STEP, whose fixed point leaves STEP bytes of each flow in the queue,
+ * so that flows through one bottleneck settle at equal rates. */
+#define SBT_LAW_QUEUE_SHIFT     4
+#define SBT_LAW_QUEUE_MIN       2000    /* microseconds */
+#define SBT_LAW_GROW_SHIFT      2
+#define SBT_LAW_STEP_SEGMENTS   8
+
+/* While a queue steers the buffer every move down to 1/128 is made: the
+ * 1/16 threshold of other moves left the flows of a crowd anywhere
+ * within 25% of the common fixed point (Jain 0.95 against 0.99). */
+#define SBT_LAW_STEER_SHIFT     7
+
+/* With no queue the target is for the RTT the flow may see: smoothed,
+ * its variation, and the writer's refill time (a wakeup and a sendfile),
+ * which on a 1 ms path is as long as the path. */
+#define SBT_LAW_REFILL_US       1000
+
+/* For this many looks after the ramp a queue never steers the buffer
+ * below the target: that queue is slow start's overshoot draining. */
+#define SBT_LAW_SETTLE_LOOKS    8
+
+/* A configured rate is the client's: sized for while the flow gets at
+ * least half of it, else (a crowd) from the measured rate. */
+#define SBT_LAW_SHARE_DIV       2
+
+/* Another connection's lower minimum RTT to the same client is taken
+ * for this flow's when it is at least 1/TRUST of it (the flow started in
+ * a queue); a larger gap is more likely another path behind a NAT. */
+#define SBT_LAW_PATH_TRUST      2
+
+/* A steering episode whose buffer has come down to 1/YIELD of where it
+ * began while the queue grew by 1/YIELD_GROW or more: the queue does not
+ * answer this flow's backing off, so it is not this flow's to drain (a
+ * loss-based sender beside it fills whatever this flow leaves; Copa's
+ * competitive-mode test).  The flow yields the buffer to autotuning for
+ * the rest of the response, which is never slower than doing nothing. */
+#define SBT_LAW_YIELD           2
+#define SBT_LAW_YIELD_GROW      3       /* shift: 1/8 */
+
+/* Never fewer than this many segments (x2 by Linux): below a few MSS
+ * every write waits for a delayed ACK. */
+#define SBT_LAW_MIN_SEGMENTS    2
+
+/* Send-buffer-limited for more than 1/8 of an interval means limited. */
+#define SBT_LAW_LIMITED_SHIFT   3
+
+/* ---------------------------------------------------------------- */
+
+static uint64_t sbt_law_target(uint64_t rate, uint32_t rtt_us)
+{
+    return rate * rtt_us / 1000000 * SBT_LAW_FACTOR_NUM / SBT_LAW_FACTOR_DEN;
+}
+
+/** Peak-hold with decay: follow rises at once, fall by half the gap per
+ *  look; an app-limited sample only ever raises it; no sample (0) is no
+ *  news, not a rate of zero. */
+static uint64_t sbt_law_estimate(uint64_t est, const sbt_law_sample_t *s)
+{
+    uint64_t sample = s->delivery_rate;
+
+    if (!sample || sample >= est) {
+        return sample > est ? sample : est;
+    }
+    if (s->app_limited) {
+        return est;
+    }
+    return est - (est - sample) / 2;
+}
+
+uint32_t sbt_law_own_min_rtt(const sbt_law_sample_t *s, int *handshake)
+{
+    int from_data = s->min_rtt_us && s->bytes_acked > 1;
+
+    /* Before data is acknowledged only the handshake sample exists,
+     * which TCP_DEFER_ACCEPT inflates by the client's idle time. */
+    *handshake = !from_data;
+    return from_data ? s->min_rtt_us : s->srtt_us;
+}
+
+static void sbt_law_rtt(sbt_law_t *l, const sbt_law_sample_t *s)
+{
+    uint32_t path = s->path_min_rtt_us;
+
+    l->own_min_rtt_us = sbt_law_own_min_rtt(s, &l->from_handshake);
+    l->min_rtt_us = l->own_min_rtt_us;
+    if (!l->from_handshake && path && path < l->own_min_rtt_us
+        && (uint64_t)path * SBT_LAW_PATH_TRUST >= l->own_min_rtt_us) {
+        l->min_rtt_us = path;
+    }
+}
+
+/** May autotuning carry the ramp?  Only on a socket it governs, and not
+ *  when SndbufTuneLimits is narrower than the kernel's own range. */
+static int sbt_law_may_ramp(const sbt_law_limits_t *lim,
+                            const sbt_law_sample_t *s)
+{
+    return !s->locked_at && lim->tcp_wmem_max
+           && 2 * (uint64_t)lim->limit_max >= lim->tcp_wmem_max
+           && 2 * (uint64_t)lim->limit_min <= lim->tcp_wmem_initial;
+}
+
+void sbt_law_begin(sbt_law_t *l, const sbt_law_limits_t *lim,
+                   const sbt_law_sample_t *s, uint64_t estimate)
+{
+    *l = (sbt_law_t){0};
+    l->began_us = l->last_us = s->now_us;
+    l->limited_us = s->sndbuf_limited_us;
+    l->measured = l->ramp_rate = estimate;
+    l->rate = lim->conf_rate ? lim->conf_rate : estimate;
+    l->ramping = sbt_law_may_ramp(lim, s);
+    sbt_law_rtt(l, s);
+}
+
+/** Still ramping up (updates the ramp's state)? */
+static int sbt_law_ramping(sbt_law_t *l, int64_t now)
+{
+    int too_long = now - l->began_us
+                   >= (int64_t)l->min_rtt_us * SBT_LAW_RAMP_RTTS;
+
+    if (!too_long
+        && (l->from_handshake
+            || l->measured > l->ramp_rate + (l->ramp_rate >> SBT_LAW_RAMP_SHIFT))) {
+        l->ramp_rate = l->measured;
+        l->ramp_flat = 0;
+        return 1;
+    }
+    if (!too_long && ++l->ramp_flat < SBT_LAW_RAMP_FLAT) {
+        return 1;
+    }
+    l->ramping = 0;
+    l->settling = SBT_LAW_SETTLE_LOOKS;
+    return 0;
+}
+
+/** The configured rate while the flow gets at least half of it, else
+ *  the measured one; TRUE when that switched. */
+static int sbt_law_set_rate(sbt_law_t *l, const sbt_law_limits_t *lim)
+{
+    uint64_t conf = lim->conf_rate;
+    int was_sharing = conf && l->rate != conf, sharing;
+
+    if (!conf) {
+        l->rate = l->measured;
+        return 0;
+    }
+    sharing = !l->ramping && l->measured * SBT_LAW_SHARE_DIV < conf;
+    l->rate = sharing ? l->measured : conf;
+    return sharing != was_sharing;
+}
+
+static int sbt_law_clamp(uint64_t v, const sbt_law_limits_t *lim,
+                         uint32_t mss, sbt_law_out_t *out)
+{
+    uint64_t floor = (uint64_t)mss * SBT_LAW_MIN_SEGMENTS;
+
+    if (floor > (uint64_t)lim->limit_min && v < floor
+        && floor <= (uint64_t)lim->limit_max) {
+        out->clamped = 1;
+        return (int)floor;
+    }
+    if (v < (uint64_t)lim->limit_min) {
+        out->clamped = 1;
+        return lim->limit_min;
+    }
+    if (v > (uint64_t)lim->limit_max) {
+        out->clamped = 1;
+        return lim->limit_max;
+    }
+    return (int)v;
+}
+
+/** The kernel, not the administrator, would cut @a want: a lock at
+ *  wmem_max that autotuning could outgrow. */
+static int sbt_law_kernel_binds(uint64_t want, const sbt_law_limits_t *lim)
+{
+    return lim->wmem_max && want > lim->wmem_max
+           && (uint64_t)lim->limit_max >= lim->wmem_max
+           && 2 * (uint64_t)lim->wmem_max < lim->tcp_wmem_max;
+}
+
+/** Is the RTT's excess a queue worth steering by?  Sets out->queue_us. */
+static int sbt_law_queued(const sbt_law_t *l, const sbt_law_sample_t *s,
+                          sbt_law_out_t *out)
+{
+    uint32_t base = l->min_rtt_us + s->rttvar_us;
+
+    out->queue_us = s->srtt_us > base ? s->srtt_us - base : 0;
+    return out->queue_us > l->min_rtt_us >> SBT_LAW_QUEUE_SHIFT
+           && out->queue_us > SBT_LAW_QUEUE_MIN;
+}
+
+/** The law proper: the next size for a buffer now at @a cur, unclamped. */
+static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
+                             int queued, int limited, uint64_t cur)
+{
+    uint64_t next;
+
+    if (queued) {
+        next = (cur + cur * (l->min_rtt_us + s->rttvar_us) / s->srtt_us
+                + (uint64_t)s->mss * SBT_LAW_STEP_SEGMENTS) / 2;
+        if (l->settling && next < sbt_law_target(l->rate, l->min_rtt_us)) {
+            next = sbt_law_target(l->rate, l->min_rtt_us);
+        }
+    }
+    else {
+        next = sbt_law_target(l->rate, s->srtt_us + s->rttvar_us
+                                       + SBT_LAW_REFILL_US);
+        if (limited && next < cur + (cur >> SBT_LAW_GROW_SHIFT)) {
+            next = cur + (cur >> SBT_LAW_GROW_SHIFT);
+        }
+    }
+    return next < cur / 2 ? cur / 2 : next;
+}
+
+/** A steering episode whose queue grew while the buffer halved: the
+ *  queue is not this flow's (SBT_LAW_YIELD). */
+static int sbt_law_not_own_queue(sbt_law_t *l, const sbt_law_out_t *out,
+                                 uint64_t cur, uint64_t next)
+{
+    uint32_t q0 = l->episode_queue_us;
+
+    if (!out->queued) {
+        l->episode_size = 0;
+        return 0;
+    }
+    if (next >= cur) {
+        return 0;
+    }
+    if (!l->episode_size) {
+        l->episode_size = (int)cur;
+        l->episode_queue_us = out->queue_us;
+        return 0;
+    }
+    return cur * SBT_LAW_YIELD <= (uint64_t)l->episode_size
+           && out->queue_us >= q0 + (q0 >> SBT_LAW_YIELD_GROW);
+}
+
+/** Resize only for a change worth a system call: 1/16 either way, or a
+ *  segment; while a queue steers it, any move over 1/128. */
+static int sbt_law_worth_it(int cur, int next, uint32_t mss, int steering)
+{
+    int d = next > cur ? next - cur : cur - next;
+
+    if (steering) {
+        return d > cur >> SBT_LAW_STEER_SHIFT;
+    }
+    return d > cur / 16 || d >= (int)mss;
+}
+
+/** After the ramp: the law's size, or why the buffer is better left to
+ *  autotuning (returned; NULL: out->size holds the size). */
+static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
+                                const sbt_law_sample_t *s, uint64_t cur,
+                                sbt_law_out_t *out)
+{
+    uint64_t want;
+
+    if (l->yielded) {
+        return "the queue is not this flow's: left to autotuning";
+    }
+    out->queued = !s->loss_based && sbt_law_queued(l, s, out);
+    want = sbt_law_next(l, s, out->queued, out->limited, cur);
+    if (sbt_law_not_own_queue(l, out, cur, want)) {
+        l->yielded = 1;
+        return "the queue grew while this flow halved its buffer: it is "
+               "not this flow's, left to autotuning";
+    }
+    if (sbt_law_kernel_binds(want, lim)) {
+        return "net.core.wmem_max is below the size wanted: left to "
+               "autotuning";
+    }
+    out->size = sbt_law_clamp(want, lim, s->mss, out);
+    /* A loss-based sender needs the queue it fills, and room to recover
+     * from the losses that end each of its cycles: a lock only where it
+     * gives more than autotuning would (a long fat path). */
+    if (s->loss_based && 2 * (uint64_t)out->size <= lim->tcp_wmem_max) {
+        return "loss-based congestion control, within autotuning's "
+               "reach: left to autotuning";
+    }
+    /* Past autotuning's ceiling only for a path whose rate x minimum RTT
+     * needs it: the smoothed RTT and the refill time on a fast path
+     * (loopback) would otherwise lock more than autotuning gives, which
+     * a reader that stalls then pins. */
+    if (lim->tcp_wmem_max && 2 * (uint64_t)out->size > lim->tcp_wmem_max
+        && 2 * sbt_law_target(l->rate, l->min_rtt_us) <= lim->tcp_wmem_max) {
+        out->size = (int)(lim->tcp_wmem_max / 2);
+    }
+    return NULL;
+}
+
+/** After the ramp: move the buffer as the law says, or leave it (or
+ *  give it back) to autotuning. */
+static void sbt_law_retune(sbt_law_t *l, const sbt_law_limits_t *lim,
+                           const sbt_law_sample_t *s, sbt_law_out_t *out)
+{
+    uint64_t cur = s->locked_at ? (uint64_t)s->locked_at
+                   : s->effective > 0 ? (uint64_t)s->effective / 2 : 0;
+    const char *yield;
+
+    if (!l->rate || !cur) {
+        out->why = "rate or size not known yet";
+        return;
+    }
+    if ((yield = sbt_law_size(l, lim, s, cur, out)) != NULL) {
+        out->why = yield;
+        out->size = 0;
+        out->act = (s->locked_at && !lim->shared) ? SBT_LAW_RELEASE
+                                                  : SBT_LAW_KEEP;
+        return;
+    }
+    if (s->locked_at && !sbt_law_worth_it((int)cur, out->size, s->mss,
+                                          out->queued)) {
+        out->why = "no change worth a system call";
+        return;
+    }
+    out->act = SBT_LAW_SET;
+    out->why = out->queued ? "steered by the queue" : "rate x RTT";
+}
+
+/**
+ * Autotuning stops at tcp_wmem[2], which on a long path is no more than
+ * BBR's startup keeps in flight: a flow held there by its buffer never
+ * sees the full pipe it needs to leave startup.  A flow whose buffer
+ * autotuning has grown to its ceiling while the rate still grows gets a
+ * higher one for the rest of the ramp: LIFT x the target of its rate,
+ * measured or configured, where the kernel grants more than autotuning.
+ * Sized from the rate, never from SndbufTuneLimits' max: a reader that
+ * stalls keeps whatever buffer it was given.  Not on an HTTP/2
+ * connection, whose buffer only grows: the lift would outlast the ramp.
+ */
+static void sbt_law_lift(sbt_law_t *l, const sbt_law_limits_t *lim,
+                         const sbt_law_sample_t *s, sbt_law_out_t *out)
+{
+    uint64_t want;
+
+    out->why = "ramping: left to autotuning";
+    if (l->lifted || lim->shared || s->locked_at
+        || s->effective < 0 || (uint32_t)s->effective < lim->tcp_wmem_max) {
+        return;
+    }
+    l->lifted = 1;
+    want = SBT_LAW_LIFT * sbt_law_target(l->rate, l->min_rtt_us);
+    if (sbt_law_kernel_binds(want, lim)) {
+        out->why = "ramping at tcp_wmem[2]: net.core.wmem_max grants "
+                   "no more, left to autotuning";
+        return;
+    }
+    out->size = sbt_law_clamp(want, lim, s->mss, out);
+    if (2 * (uint64_t)out->size <= (uint64_t)s->effective) {
+        out->why = "ramping at tcp_wmem[2], which is enough for the rate";
+        return;
+    }
+    out->act = SBT_LAW_SET;
+    out->why = "ramping at tcp_wmem[2] while the rate grows: lifted";
+}
+
+void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
+                  const sbt_law_sample_t *s, sbt_law_out_t *out)
+{
+    int ramp;
+
+    *out = (sbt_law_out_t){0};
+    out->why = "";
+    sbt_law_rtt(l, s);
+    l->measured = sbt_law_estimate(l->measured, s);
+    out->limited = s->has_chrono
+                   && ((s->sndbuf_limited_us - l->limited_us)
+                       << SBT_LAW_LIMITED_SHIFT)
+                      > (uint64_t)(s->now_us - l->last_us);
+    l->limited_us = s->sndbuf_limited_us;
+    l->last_us = s->now_us;
+    ramp = l->ramping && sbt_law_ramping(l, s->now_us);
+    out->rate_switched = sbt_law_set_rate(l, lim);
+    if (ramp) {
+        sbt_law_lift(l, lim, s, out);
+    }
+    else {
+        sbt_law_retune(l, lim, s, out);
+    }
+    if (!l->ramping && l->settling) {
+        l->settling--;
+    }
+}

@@ -1,0 +1,670 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+
+/*
+ * t/unit/law_cases.c: the control law of SndbufTune auto (sndbuf_law.c),
+ * on its own: constructed looks in, exact decisions out (TAP, make unit).
+ * Every rule of docs/auto.md has a case here that fails when its constant
+ * or its branch changes.
+ */
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../sndbuf_law.h"
+
+static int sbt_t_n, sbt_t_failed;
+
+static void ok(int cond, const char *name)
+{
+    printf("%sok %d - %s\n", cond ? "" : "not ", ++sbt_t_n, name);
+    sbt_t_failed += !cond;
+}
+
+static void is_i(int64_t got, int64_t want, const char *name)
+{
+    ok(got == want, name);
+    if (got != want) {
+        printf("#   got %" PRId64 ", expected %" PRId64 "\n", got, want);
+    }
+}
+
+#define MSS     1448
+#define MS      1000
+
+/* This lab's kernel: wmem_max = tcp_wmem[2] = 4 MiB. */
+static sbt_law_limits_t lab(void)
+{
+    sbt_law_limits_t lim = {0};
+
+    lim.limit_min = 8192;
+    lim.limit_max = 4194304;
+    lim.wmem_max = 4194304;
+    lim.tcp_wmem_initial = 16384;
+    lim.tcp_wmem_max = 4194304;
+    return lim;
+}
+
+/* A stock Debian 12 kernel: wmem_max 212992, autotuning to 4 MiB; auto's
+ * default maximum is wmem_max. */
+static sbt_law_limits_t stock(void)
+{
+    sbt_law_limits_t lim = lab();
+
+    lim.wmem_max = 212992;
+    lim.limit_max = 212992;
+    return lim;
+}
+
+/* A look on a path of @rtt_ms with the data acknowledged, @rate B/s
+ * delivered, the buffer locked at @locked (0: autotuned, tb @tb). */
+static sbt_law_sample_t look_at(int64_t t_ms, uint32_t rtt_ms, uint64_t rate,
+                                int locked, int tb)
+{
+    sbt_law_sample_t s = {0};
+
+    s.now_us = t_ms * MS;
+    s.srtt_us = rtt_ms * MS;
+    s.rttvar_us = 0;
+    s.mss = MSS;
+    s.min_rtt_us = rtt_ms * MS;
+    s.bytes_acked = 1 << 20;
+    s.delivery_rate = rate;
+    s.has_chrono = 1;
+    s.locked_at = locked;
+    s.effective = locked ? -1 : tb;
+    return s;
+}
+
+/* A law past its ramp (a socket locked when auto began), at rate. */
+static void begin_locked(sbt_law_t *l, const sbt_law_limits_t *lim,
+                         uint32_t rtt_ms, uint64_t rate, int locked)
+{
+    sbt_law_sample_t s = look_at(0, rtt_ms, rate, locked, -1);
+
+    sbt_law_begin(l, lim, &s, rate);
+}
+
+static const uint64_t R30M = 30000000 / 8;      /* 30 Mbit/s in B/s */
+
+/* ---------------------------------------------------------------- */
+
+static void test_estimate(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    begin_locked(&l, &lim, 100, 1000000, 100000);
+    s = look_at(100, 100, 2000000, 100000, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(l.measured, 2000000, "estimate: a higher sample is taken at once");
+    s = look_at(200, 100, 1000000, 100000, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(l.measured, 1500000, "estimate: a lower one halves the gap");
+    s = look_at(300, 100, 500000, 100000, 0);
+    s.app_limited = 1;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(l.measured, 1500000, "estimate: an app-limited lower one is no news");
+    s = look_at(400, 100, 0, 100000, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(l.measured, 1500000, "estimate: no sample (0) is no news");
+}
+
+static void test_unknown_rate(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+    int i;
+
+    /* Issue 21 item 3: a locked socket, no delivery sample yet. */
+    begin_locked(&l, &lim, 250, 0, 100000);
+    ok(!l.ramping, "unknown rate: a locked socket does not ramp");
+    for (i = 1; i <= 3; i++) {
+        s = look_at(250 * i, 250, 0, 100000, 0);
+        sbt_law_look(&l, &lim, &s, &out);
+    }
+    is_i(out.act, SBT_LAW_KEEP, "unknown rate: three looks keep the buffer "
+         "(was: halved at each)");
+}
+
+static void test_ramp(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s = look_at(0, 100, 0, 0, 16384);
+    int i;
+
+    s.bytes_acked = 0;                  /* handshake RTT only */
+    sbt_law_begin(&l, &lim, &s, 0);
+    ok(l.ramping, "ramp: an autotuned socket ramps");
+    ok(l.from_handshake, "ramp: the RTT is the handshake's");
+    s = look_at(100, 100, 100000, 0, 65536);
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(l.ramping && out.act == SBT_LAW_KEEP, "ramp: growing rate, kept");
+    s = look_at(200, 100, 124000, 0, 65536);    /* < 1/4 more */
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(l.ramping, "ramp: one flat look, still ramping");
+    s = look_at(300, 100, 124000, 0, 65536);
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(l.ramping, "ramp: two flat looks, still ramping");
+    s = look_at(400, 100, 124000, 0, 65536);
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!l.ramping, "ramp: three flat looks (RAMP_FLAT) end it");
+    is_i(l.settling, 7, "ramp: settling starts (SETTLE_LOOKS 8, one used)");
+
+    /* RAMP_RTTS: 32 RTTs end a ramp whose rate still grows. */
+    s = look_at(0, 10, 0, 0, 16384);
+    sbt_law_begin(&l, &lim, &s, 1000);
+    for (i = 1; i < 32; i++) {
+        s = look_at(10 * i, 10, 1000ull << i, 0, 65536);
+        sbt_law_look(&l, &lim, &s, &out);
+    }
+    ok(l.ramping, "ramp: growing for 31 RTTs, still ramping");
+    s = look_at(320, 10, 1000ull << 33, 0, 65536);
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!l.ramping, "ramp: 32 RTTs end it");
+
+    /* Limits narrower than the kernel's range: no ramp. */
+    lim.limit_max = 1 << 20;
+    s = look_at(0, 100, 0, 0, 16384);
+    sbt_law_begin(&l, &lim, &s, 0);
+    ok(!l.ramping, "ramp: not when SndbufTuneLimits' max is below "
+       "tcp_wmem[2]");
+    lim = lab();
+    s = look_at(0, 100, 0, 65536, -1);
+    sbt_law_begin(&l, &lim, &s, 0);
+    ok(!l.ramping, "ramp: not on a locked socket");
+}
+
+/* Ramping on the seed path until autotuning's ceiling, rate @rate. */
+static void ramp_to_ceiling(sbt_law_t *l, const sbt_law_limits_t *lim,
+                            uint32_t rtt_ms, uint64_t rate,
+                            sbt_law_out_t *out)
+{
+    sbt_law_sample_t s = look_at(0, rtt_ms, 0, 0, 16384);
+
+    sbt_law_begin(l, lim, &s, 0);
+    s = look_at(rtt_ms, rtt_ms, rate / 4, 0, 1 << 20);
+    sbt_law_look(l, lim, &s, out);
+    s = look_at(2 * rtt_ms, rtt_ms, rate, 0, (int)lim->tcp_wmem_max);
+    sbt_law_look(l, lim, &s, out);
+}
+
+static void test_lift(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    uint64_t bdp = R30M / 4;            /* 250 ms */
+
+    ramp_to_ceiling(&l, &lim, 250, R30M, &out);
+    ok(l.ramping, "lift: still ramping at tcp_wmem[2]");
+    is_i(out.act, SBT_LAW_SET, "lift: set");
+    is_i(out.size, (int)(3 * (bdp * 7 / 8)),
+         "lift: LIFT 3 x FACTOR x measured rate x RTT (was: the maximum)");
+    sbt_law_sample_t s = look_at(750, 250, R30M * 2, 0, 1 << 22);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_KEEP, "lift: once per response");
+
+    /* Loopback: 3 GB/s x 50 us needs far less than tcp_wmem[2]. */
+    {
+        sbt_law_sample_t s0 = look_at(0, 0, 0, 0, 16384);
+
+        s0.srtt_us = s0.min_rtt_us = 50;
+        sbt_law_begin(&l, &lim, &s0, 0);
+        s0.now_us = 50;
+        s0.delivery_rate = 3000000000ull;
+        s0.effective = 4194304;
+        sbt_law_look(&l, &lim, &s0, &out);
+        is_i(out.act, SBT_LAW_KEEP, "lift: none where rate x RTT is small "
+             "(issue 21 item 1: stalled readers on loopback)");
+    }
+
+    lim = stock();
+    ramp_to_ceiling(&l, &lim, 250, R30M, &out);
+    is_i(out.act, SBT_LAW_KEEP, "lift: none on a stock kernel (wmem_max "
+         "grants less than autotuning reached)");
+    lim = lab();
+    lim.shared = 1;
+    ramp_to_ceiling(&l, &lim, 250, R30M, &out);
+    is_i(out.act, SBT_LAW_KEEP, "lift: none on an HTTP/2 socket");
+}
+
+static void test_no_queue(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    begin_locked(&l, &lim, 100, 1000000, 50000);
+    s = look_at(100, 100, 1000000, 50000, 0);
+    s.rttvar_us = 5 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_SET, "no queue: set");
+    is_i(out.size, (int)(1000000ull * 106000 / 1000000 * 7 / 8),
+         "no queue: FACTOR 7/8 x rate x (srtt + rttvar + REFILL 1 ms)");
+    ok(!out.queued, "no queue: rttvar is not a queue");
+
+    begin_locked(&l, &lim, 100, 100000, 50000);
+    s = look_at(100, 100, 100000, 50000, 0);
+    s.sndbuf_limited_us = 50 * MS;      /* half the interval */
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.limited, "no queue: send-buffer-limited over 1/8 of the time");
+    is_i(out.size, 62500, "no queue: a limited buffer grows by a quarter");
+
+    begin_locked(&l, &lim, 100, 100000, 50000);
+    s = look_at(100, 100, 100000, 50000, 0);
+    s.sndbuf_limited_us = 12 * MS;      /* under 1/8 */
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!out.limited, "no queue: limited 12% of the time is not limited");
+
+    begin_locked(&l, &lim, 100, 10000, 400000);
+    s = look_at(100, 100, 10000, 400000, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.size, 200000, "no queue: down by half a look at most");
+
+    begin_locked(&l, &lim, 100, 1000000, 88000);
+    s = look_at(100, 100, 1000000, 88000, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_KEEP, "no queue: a move under 1/16 and a "
+         "segment is not worth a system call");
+}
+
+static void test_clamps(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    begin_locked(&l, &lim, 1, 1000, 12000);
+    s = look_at(10, 1, 1000, 12000, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.size, 8192, "clamp: SndbufTuneLimits' min");
+    ok(out.clamped, "clamp: said");
+
+    lim.limit_min = 1024;
+    begin_locked(&l, &lim, 1, 1000, 4096);
+    s = look_at(10, 1, 1000, 4096, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.size, 2 * MSS, "clamp: never under MIN_SEGMENTS 2 x MSS");
+
+    lim = lab();
+    lim.limit_max = 100000;             /* the administrator's cap */
+    begin_locked(&l, &lim, 250, R30M, 80000);
+    s = look_at(250, 250, R30M, 80000, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_SET, "clamp: the administrator's max is a lock");
+    is_i(out.size, 100000, "clamp: at SndbufTuneLimits' max");
+}
+
+static void test_stock(void)
+{
+    sbt_law_limits_t lim = stock();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    /* Issue 20: the seed path on a stock kernel: 820 KB wanted, 208 KiB
+     * granted: a lock would cap the flow at 0.44 of autotuning. */
+    begin_locked(&l, &lim, 250, R30M, 0);
+    s = look_at(250, 250, R30M, 0, 1 << 22);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_KEEP, "stock: an autotuned socket stays so "
+         "where wmem_max is below the size wanted");
+    begin_locked(&l, &lim, 250, R30M, 212992);
+    s = look_at(250, 250, R30M, 212992, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_RELEASE, "stock: a locked one is given back");
+    lim.shared = 1;
+    begin_locked(&l, &lim, 250, R30M, 212992);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_KEEP, "stock: never released on an HTTP/2 socket");
+
+    lim = stock();
+    begin_locked(&l, &lim, 20, R30M, 50000);
+    s = look_at(20, 20, R30M, 50000, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_SET, "stock: a size wmem_max grants is set");
+
+    /* wmem_max 2 MiB or more: a lock at it is above autotuning's. */
+    lim = stock();
+    lim.wmem_max = lim.limit_max = 2097152;
+    begin_locked(&l, &lim, 250, 4 * R30M, 1 << 20);
+    s = look_at(250, 250, 4 * R30M, 1 << 20, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_SET, "stock: wmem_max at tcp_wmem[2]/2 still "
+         "locks, at wmem_max");
+    is_i(out.size, 2097152, "stock: (that size)");
+}
+
+static void test_loss_based(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    begin_locked(&l, &lim, 250, R30M, 1 << 20);
+    s = look_at(250, 250, R30M, 1 << 20, 0);
+    s.loss_based = 1;
+    s.srtt_us = 400 * MS;               /* its own standing queue */
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_RELEASE, "cubic: within autotuning's reach, "
+         "given back to it");
+    ok(!out.queued, "cubic: its own queue does not steer it");
+
+    s = look_at(0, 250, 8 * R30M, 0, 1 << 22);     /* 240 Mbit/s */
+    sbt_law_begin(&l, &lim, &s, 8 * R30M);
+    l.ramping = 0;
+    s = look_at(250, 250, 8 * R30M, 0, 1 << 22);
+    s.loss_based = 1;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_SET, "cubic: a long fat path still gets more "
+         "than tcp_wmem[2]");
+    is_i(out.size, 4194304, "cubic: (its maximum)");
+}
+
+/* Steer a crowd flow: queue = srtt - min rtt. */
+static void test_queue(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+    int cur = 400000, i;
+    uint64_t want;
+
+    begin_locked(&l, &lim, 100, 500000, cur);
+    l.settling = 0;
+    s = look_at(100, 100, 500000, cur, 0);
+    s.srtt_us = 150 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.queued, "queue: 50 ms over a 100 ms minimum steers");
+    is_i(out.queue_us, 50 * MS, "queue: srtt - (min rtt + rttvar)");
+    want = ((uint64_t)cur + (uint64_t)cur * 100 / 150 + 8 * MSS) / 2;
+    is_i(out.size, (int)want, "queue: FAST's step, halfway to "
+         "cur x base / srtt + STEP 8 MSS");
+
+    /* Its fixed point: cur = cur x base / srtt + STEP. */
+    for (i = 0; i < 200; i++) {
+        s = look_at(200 + 100 * i, 100, 500000, cur, 0);
+        s.srtt_us = 120 * MS;
+        sbt_law_look(&l, &lim, &s, &out);
+        if (out.act == SBT_LAW_SET) {
+            cur = out.size;
+        }
+    }
+    /* Moves under 1/128 are not made (STEER_SHIFT), and each look goes
+     * 1/12 of the way here: it stops where 1/12 of the gap is 1/128 of
+     * the buffer, 1/0.906 of the fixed point. */
+    ok(cur >= 6 * 8 * MSS && cur < 6 * 8 * MSS * 111 / 100,
+       "queue: the fixed point keeps STEP in the queue (cur = 6 STEP at "
+       "srtt 1.2 x base), up to 1/0.906 above");
+
+    begin_locked(&l, &lim, 100, 500000, 400000);
+    l.settling = 0;
+    s = look_at(100, 100, 500000, 400000, 0);
+    s.srtt_us = 105 * MS;               /* 5 ms: under 1/16 of 100 */
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!out.queued, "queue: under min rtt / 16 is room, not a queue");
+    s.srtt_us = 1500;
+    s.min_rtt_us = 200;
+    begin_locked(&l, &lim, 0, 500000, 400000);
+    s.now_us = 100 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!out.queued, "queue: under QUEUE_MIN 2 ms is host jitter");
+
+    /* Settling: slow start's overshoot never steers below the target. */
+    begin_locked(&l, &lim, 100, 1000000, 100000);
+    ok(l.settling == 0, "settle: only after a ramp");
+    l.settling = 8;
+    s = look_at(100, 100, 1000000, 100000, 0);
+    s.srtt_us = 300 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.size, (int)(1000000ull * 100000 / 1000000 * 7 / 8),
+         "settle: floor at the target while settling");
+}
+
+static void test_yield(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+    int cur = 800000, i, released = 0;
+
+    /* A bulk flow beside it keeps the queue full, whatever it does. */
+    begin_locked(&l, &lim, 100, 1000000, cur);
+    l.settling = 0;
+    for (i = 1; i <= 20 && !released; i++) {
+        s = look_at(100 * i, 100, 1000000, cur, 0);
+        s.srtt_us = (150 + 5 * i) * MS; /* the queue grows */
+        sbt_law_look(&l, &lim, &s, &out);
+        if (out.act == SBT_LAW_SET) {
+            cur = out.size;
+        }
+        released = out.act == SBT_LAW_RELEASE;
+    }
+    ok(released, "yield: a queue that grows while the buffer halved is "
+       "not the flow's: given back to autotuning");
+    ok(cur <= 400000, "yield: only once the buffer had halved");
+    s = look_at(5000, 100, 1000000, 0, 1 << 20);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_KEEP, "yield: for the rest of the response");
+
+    /* Its own crowd: the queue shrinks as the flows back off. */
+    cur = 800000;
+    begin_locked(&l, &lim, 100, 1000000, cur);
+    l.settling = 0;
+    released = 0;
+    for (i = 1; i <= 30; i++) {
+        s = look_at(100 * i, 100, 1000000, cur, 0);
+        s.srtt_us = (200 - 3 * i) * MS;
+        sbt_law_look(&l, &lim, &s, &out);
+        if (out.act == SBT_LAW_SET) {
+            cur = out.size;
+        }
+        released |= out.act == SBT_LAW_RELEASE;
+    }
+    ok(!released, "yield: not when the queue drains as the flow backs off");
+}
+
+static void test_rates(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    lim.conf_rate = 20000000 / 8;
+    begin_locked(&l, &lim, 100, 0, 100000);
+    is_i(l.rate, lim.conf_rate, "rate: a configured rate is sized for");
+    s = look_at(100, 100, lim.conf_rate * 6 / 10, 100000, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(l.rate, lim.conf_rate, "rate: kept while the flow gets half");
+    ok(!out.rate_switched, "rate: no switch");
+
+    begin_locked(&l, &lim, 100, 0, 100000);
+    s = look_at(100, 100, lim.conf_rate / 3, 100000, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(l.rate, lim.conf_rate / 3, "rate: under half (SHARE_DIV 2), the "
+         "measured one");
+    ok(out.rate_switched, "rate: the switch is said");
+}
+
+static void test_path(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    begin_locked(&l, &lim, 150, 100000, 100000);
+    s = look_at(150, 150, 100000, 100000, 0);
+    s.path_min_rtt_us = 100 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(l.min_rtt_us, 100 * MS, "path: a late comer takes the path's "
+         "minimum");
+    is_i(l.own_min_rtt_us, 150 * MS, "path: and keeps its own");
+    s.path_min_rtt_us = 70 * MS;        /* under half: another path */
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(l.min_rtt_us, 150 * MS, "path: not one under 1/TRUST 2 of its own");
+    s.path_min_rtt_us = 75 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(l.min_rtt_us, 75 * MS, "path: one of exactly half is taken");
+}
+
+static void test_loopback_cap(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    /* 3 GB/s: rate x (srtt + REFILL 1 ms) is 2.7 MB, rate x min rtt
+     * 130 KB: never locked above what autotuning gives (issue 21 item 1). */
+    begin_locked(&l, &lim, 0, 3000000000ull, 1 << 20);
+    s = look_at(0, 0, 3000000000ull, 1 << 20, 0);
+    s.min_rtt_us = 50;
+    s.srtt_us = 1500;
+    s.now_us = 10 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_SET, "loopback: set");
+    ok(out.size * 2 <= (int)lim.tcp_wmem_max, "loopback: not above "
+       "autotuning's ceiling (tcp_wmem[2] / 2)");
+}
+
+/* Each constant at its edge: one side of it, then the other. */
+static int queued_at(uint32_t min_rtt_us, uint32_t srtt_us)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s = look_at(0, 0, 1000000, 400000, 0);
+
+    s.min_rtt_us = min_rtt_us;
+    s.srtt_us = min_rtt_us;
+    sbt_law_begin(&l, &lim, &s, 1000000);
+    s.now_us = 1000 * MS;
+    s.srtt_us = srtt_us;
+    sbt_law_look(&l, &lim, &s, &out);
+    return out.queued;
+}
+
+/* The yield test in one step: an episode begins at 800000 with a queue
+ * of @q0 ms; the next look finds the buffer at @cur and the queue @q1. */
+static int yields(int cur, uint32_t q0_us, uint32_t q1_us)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    begin_locked(&l, &lim, 100, 1000000, 800000);
+    s = look_at(100, 100, 1000000, 800000, 0);
+    s.srtt_us = 100 * MS + q0_us;
+    sbt_law_look(&l, &lim, &s, &out);
+    s = look_at(200, 100, 1000000, cur, 0);
+    s.srtt_us = 100 * MS + q1_us;
+    sbt_law_look(&l, &lim, &s, &out);
+    return out.act == SBT_LAW_RELEASE;
+}
+
+static void test_edges(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    ok(queued_at(100 * MS, 106300), "edge: 6.3 ms over 100 ms is a queue "
+       "(QUEUE_SHIFT 4: 6.25)");
+    ok(!queued_at(100 * MS, 106250), "edge: 6.25 ms is not");
+    ok(queued_at(200, 2201), "edge: 2001 us on a short path is a queue "
+       "(QUEUE_MIN 2000)");
+    ok(!queued_at(200, 2200), "edge: 2000 us is not");
+
+    ok(yields(400000, 80 * MS, 90 * MS), "edge: halved (YIELD 2) with the "
+       "queue 1/8 up (YIELD_GROW 3): yields");
+    ok(!yields(400000, 80 * MS, 90 * MS - 1), "edge: 1 us less growth: no");
+    ok(!yields(400001, 80 * MS, 90 * MS), "edge: not quite halved: no");
+
+    /* RAMP_SHIFT 2: growth over a quarter is growth. */
+    s = look_at(0, 100, 0, 0, 16384);
+    sbt_law_begin(&l, &lim, &s, 100000);
+    s = look_at(100, 100, 125001, 0, 65536);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(l.ramp_flat, 0, "edge: 1/4 + 1 B/s more is growth (RAMP_SHIFT 2)");
+    s = look_at(200, 100, 125001 + 31250 + 1, 0, 65536);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(l.ramp_flat, 0, "edge: again");
+    s = look_at(300, 100, 156252 + 39063, 0, 65536);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(l.ramp_flat, 1, "edge: exactly 1/4 more is not");
+
+    /* STEER_SHIFT 7: at 256 KiB and a 100 ms minimum, srtt 106.361 ms
+     * moves the buffer 2047 B (under 1/128: 2048), 106.362 ms 2049 B. */
+    begin_locked(&l, &lim, 100, 1000000, 262144);
+    s = look_at(100, 100, 1000000, 262144, 0);
+    s.srtt_us = 106362;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.queued && out.act == SBT_LAW_SET && out.size == 262144 - 2049,
+       "edge: a steering move over 1/128 is made");
+    begin_locked(&l, &lim, 100, 1000000, 262144);
+    s.srtt_us = 106361;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.queued && out.act == SBT_LAW_KEEP,
+       "edge: one under 1/128 is not (STEER_SHIFT 7)");
+
+    /* REFILL_US 1000 on a fast flow: 1 GB/s x 1 us = 1000 B. */
+    begin_locked(&l, &lim, 1, 1000000000ull, 65536);
+    s = look_at(10, 1, 1000000000ull, 65536, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.size, 1750000, "edge: REFILL 1 ms: 7/8 x 1 GB/s x 2 ms");
+
+    /* SHARE_DIV 2: 0.4 of the configured rate is under half. */
+    lim.conf_rate = 1000000;
+    begin_locked(&l, &lim, 100, 0, 100000);
+    s = look_at(100, 100, 400000, 100000, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(l.rate, 400000, "edge: 0.4 of the configured rate: measured");
+    lim = lab();
+
+    /* LIMITED_SHIFT 3: 13 ms of 100 is limited, 12.5 is not. */
+    begin_locked(&l, &lim, 100, 100000, 50000);
+    s = look_at(100, 100, 100000, 50000, 0);
+    s.sndbuf_limited_us = 12501;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.limited, "edge: limited 12.501 ms of 100 (LIMITED_SHIFT 3)");
+    begin_locked(&l, &lim, 100, 100000, 50000);
+    s.sndbuf_limited_us = 12500;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!out.limited, "edge: 12.5 ms is not");
+}
+
+int main(void)
+{
+    test_estimate();
+    test_unknown_rate();
+    test_ramp();
+    test_lift();
+    test_no_queue();
+    test_clamps();
+    test_stock();
+    test_loss_based();
+    test_queue();
+    test_yield();
+    test_rates();
+    test_path();
+    test_loopback_cap();
+    test_edges();
+    printf("1..%d\n", sbt_t_n);
+    return sbt_t_failed != 0;
+}
