@@ -184,7 +184,6 @@ static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
     net->tune.rule = apr_psprintf(cmd->pool, "SndbufTuneNetwork %s at %s:%d",
                                   cidr, cmd->directive->filename,
                                   cmd->directive->line_num);
-    net->status_slot = -1;
     if (!sconf->rules) {
         sconf->rules = sbt_rules_make(cmd->pool);
     }
@@ -258,7 +257,6 @@ void *sbt_create_srv_conf(apr_pool_t *p, server_rec *s)
     sbt_srv_conf_t *conf = apr_pcalloc(p, sizeof(*conf));
 
     (void)s;
-    conf->status_slot = -1;
     return conf;
 }
 
@@ -271,7 +269,6 @@ void *sbt_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
      * them: a thousand vhosts cost one table. */
     conf->rules = add->rules;
     conf->base_rules = base->rules;
-    conf->status_slot = -1;
     return conf;
 }
 

@@ -22,14 +22,12 @@
  * "SndbufTuneNetwork <net> at <file>:<line>" for a rule.  In
  * post_config, in the parent before the new generation forks, every
  * vhost and rule of the configuration is mapped by that name to its
- * slot, which goes into the status_slot fields of sbt_srv_conf_t and
- * sbt_network_t; a name the table does not know yet takes a free slot,
- * else the slot longest absent from the configuration, else "(other)".
- * A graceful restart therefore keeps the counters of every vhost and
- * rule that is still configured, whatever order they now come in.  (A
- * vhost using none of the module's directives has a merged
- * sbt_srv_conf_t of its own too, AP_MODULE_FLAG_ALWAYS_MERGE, so it has
- * a slot of its own.)
+ * slot, which this file keeps in a map of its own, by server_rec and
+ * by rule: the configuration's structures stay the configuration's.  A
+ * name the table does not know yet takes a free slot, else the slot
+ * longest absent from the configuration, else "(other)".  A graceful
+ * restart therefore keeps the counters of every vhost and rule that is
+ * still configured, whatever order they now come in.
  *
  * Concurrency.  Only the parent writes names, between generations;
  * children (and their threads) only add to counters, with lock-free
@@ -59,6 +57,36 @@ APLOG_USE_MODULE(sndbuf_tune);
 
 sbt_shm_t *sbt_shm;
 apr_uint32_t sbt_my_gen;
+
+/* This configuration's slot numbers: server_rec -> vhost slot, rule
+ * (sbt_network_t) -> rule slot.  Built in post_config, in pconf, before
+ * the children fork; they only read them. */
+static apr_hash_t *sbt_vhost_slots;
+static apr_hash_t *sbt_rule_slots;
+
+/** A map entry, keyed by the bytes of its own @a obj pointer. */
+typedef struct {
+    const void *obj;
+    int slot;
+} sbt_slot_ref_t;
+
+static void sbt_slot_put(apr_hash_t *h, const void *obj, int slot)
+{
+    sbt_slot_ref_t *ref = apr_palloc(apr_hash_pool_get(h), sizeof(*ref));
+
+    ref->obj = obj;
+    ref->slot = slot;
+    apr_hash_set(h, &ref->obj, sizeof(ref->obj), ref);
+}
+
+/** The slot of @a obj; -1 if this configuration has none for it. */
+static int sbt_slot_of(apr_hash_t *h, const void *obj)
+{
+    const sbt_slot_ref_t *ref = h ? apr_hash_get(h, &obj, sizeof(obj))
+                                  : NULL;
+
+    return ref ? ref->slot : -1;
+}
 
 /** The histogram bucket of an effective size (-1: unknown). */
 static int sbt_bucket(int effective)
@@ -103,18 +131,13 @@ static void sbt_count(sbt_slot_t *table, int slot, const sbt_outcome_t *o)
 
 void sbt_status_record(const sbt_outcome_t *o)
 {
-    const sbt_srv_conf_t *sc;
-
     if (!sbt_shm || !o->server
         || (unsigned)o->policy > (unsigned)SBT_POLICY_AUTO) {
         return;
     }
-    sc = ap_get_module_config(o->server->module_config, &sndbuf_tune_module);
-    if (sc) {
-        sbt_count(sbt_shm->vhost, sc->status_slot, o);
-    }
+    sbt_count(sbt_shm->vhost, sbt_slot_of(sbt_vhost_slots, o->server), o);
     if (o->network) {
-        sbt_count(sbt_shm->rule, o->network->status_slot, o);
+        sbt_count(sbt_shm->rule, sbt_slot_of(sbt_rule_slots, o->network), o);
     }
 }
 
@@ -369,11 +392,12 @@ static apr_array_header_t *sbt_all_rules(apr_pool_t *p,
 }
 
 static void sbt_map_all(apr_array_header_t *servers, apr_uint32_t gen,
-                        apr_pool_t *ptemp, server_rec *main_s)
+                        apr_pool_t *pconf, apr_pool_t *ptemp,
+                        server_rec *main_s)
 {
     server_rec **sv = (server_rec **)servers->elts;
     apr_array_header_t *rules = sbt_all_rules(ptemp, servers);
-    sbt_network_t **nets = (sbt_network_t **)rules->elts;
+    const sbt_network_t **nets = (const sbt_network_t **)rules->elts;
     sbt_map_t vm, rm;
     int i;
 
@@ -384,9 +408,10 @@ static void sbt_map_all(apr_array_header_t *servers, apr_uint32_t gen,
         sbt_map_want(&vm, sbt_vhost_name(ptemp, sv[i]));
     }
     sbt_map_place(&vm);
+    sbt_vhost_slots = apr_hash_make(pconf);
     for (i = 0; i < servers->nelts; i++) {
-        sbt_srv_conf(sv[i])->status_slot =
-            sbt_map_slot(&vm, sbt_vhost_name(ptemp, sv[i]));
+        sbt_slot_put(sbt_vhost_slots, sv[i],
+                     sbt_map_slot(&vm, sbt_vhost_name(ptemp, sv[i])));
     }
 
     sbt_map_begin(&rm, sbt_shm->rule, gen, ptemp);
@@ -394,9 +419,11 @@ static void sbt_map_all(apr_array_header_t *servers, apr_uint32_t gen,
         sbt_map_want(&rm, sbt_slot_name(ptemp, nets[i]->tune.rule));
     }
     sbt_map_place(&rm);
+    sbt_rule_slots = apr_hash_make(pconf);
     for (i = 0; i < rules->nelts; i++) {
-        nets[i]->status_slot =
-            sbt_map_slot(&rm, sbt_slot_name(ptemp, nets[i]->tune.rule));
+        const char *name = sbt_slot_name(ptemp, nets[i]->tune.rule);
+
+        sbt_slot_put(sbt_rule_slots, nets[i], sbt_map_slot(&rm, name));
     }
 
     if (vm.overflow || rm.overflow) {
@@ -416,10 +443,11 @@ static int sbt_status_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 {
     apr_array_header_t *servers = sbt_servers(ptemp, s);
 
-    (void)pconf; (void)plog;
+    (void)plog;
     /* Statics outlive nothing: a restart reloads this module. */
     sbt_shm = NULL;
     sbt_my_gen = 0;
+    sbt_vhost_slots = sbt_rule_slots = NULL;
     /* The preflight pass serves nothing; before the second one the
      * parent may still detach (fork) itself. */
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
@@ -429,7 +457,7 @@ static int sbt_status_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         return OK;
     }
     sbt_my_gen = ++sbt_shm->generation;
-    sbt_map_all(servers, sbt_my_gen, ptemp, s);
+    sbt_map_all(servers, sbt_my_gen, pconf, ptemp, s);
     return OK;
 }
 

@@ -62,7 +62,7 @@ static apr_uint64_t sbt_bucket_bound(int i)
 /** One slot's counters as read, for one page. */
 typedef struct {
     int slot;
-    /** Clean (sbt_clean_name): every format may show it. */
+    /** As shown (sbt_show_name): every format may show it. */
     const char *name;
     /** Named by the configuration of the process that serves the page. */
     int configured;
@@ -94,12 +94,16 @@ static int sbt_utf8_len(const unsigned char *s)
     return n;
 }
 
-/** @a s as one line of UTF-8 text.  Names come from configuration files
- *  (ServerName, an Include's file name) and may hold any byte, but every
- *  format says it is UTF-8 and none may break a line: a byte that is
- *  not part of well-formed UTF-8, and a control character (C0, DEL and
- *  C1), become U+FFFD.  Each format still escapes its own specials. */
-static const char *sbt_clean_name(apr_pool_t *p, const char *s)
+/** @a s as one line of UTF-8 text that no other name shows as.  Names
+ *  come from configuration files (ServerName, an Include's file name)
+ *  and may hold any byte, but every format says it is UTF-8 and none may
+ *  break a line.  So a byte that is not part of well-formed UTF-8, the
+ *  bytes of a control character (C0, DEL and C1) and "%" itself are
+ *  written %XX, and so is a leading "(": names in parentheses are the
+ *  module's own ("(other)").  The original bytes can be read back, so
+ *  two names never show alike: a Prometheus series, an ?auto Name or an
+ *  HTML row stands for one name.  Each format escapes its own specials. */
+static const char *sbt_show_name(apr_pool_t *p, const char *s)
 {
     const unsigned char *c = (const unsigned char *)s;
     char *o = apr_palloc(p, strlen(s) * 3 + 1), *w = o;
@@ -108,16 +112,20 @@ static const char *sbt_clean_name(apr_pool_t *p, const char *s)
         int n = sbt_utf8_len(c);
 
         /* 0xc2 0x80..0x9f: the C1 controls, U+0080..U+009F. */
-        if (n == 0 || *c < 0x20 || *c == 0x7f
+        if (n == 0 || *c < 0x20 || *c == 0x7f || *c == '%'
+            || (*c == '(' && c == (const unsigned char *)s)
             || (*c == 0xc2 && c[1] < 0xa0)) {
-            memcpy(w, "\xef\xbf\xbd", 3);
-            w += 3;
+            for (n = n ? n : 1; n > 0; n--, c++) {
+                *w++ = '%';
+                *w++ = "0123456789ABCDEF"[*c >> 4];
+                *w++ = "0123456789ABCDEF"[*c & 15];
+            }
         }
         else {
             memcpy(w, c, n);
             w += n;
+            c += n;
         }
-        c += n ? n : 1;
     }
     *w = '\0';
     return o;
@@ -132,9 +140,9 @@ static void sbt_read_slot(apr_pool_t *p, sbt_slot_t *s, int slot,
     v->slot = slot;
     /* The parent may be renaming a departed slot right now: copy at
      * most the buffer, whose last byte is never written. */
-    apr_cpystrn(name, slot == SBT_STATUS_OTHER ? SBT_STATUS_OTHER_NAME
-                                               : s->name, sizeof(name));
-    v->name = sbt_clean_name(p, name);
+    apr_cpystrn(name, s->name, sizeof(name));
+    v->name = slot == SBT_STATUS_OTHER ? SBT_STATUS_OTHER_NAME
+                                       : sbt_show_name(p, name);
     v->configured = s->seen_gen == sbt_my_gen;
     for (i = 0; i < SBT_F_COUNT; i++) {
         v->v[i] = apr_atomic_read64(&s->c.v[i]);
@@ -357,8 +365,8 @@ static void sbt_page_html(request_rec *r)
              "<title>mod_sndbuf_tune status</title>\n"
              "<style>td { text-align: right } td.n { text-align: left }"
              "</style>\n</head><body>\n<h1>mod_sndbuf_tune status for ", r);
-    ap_rputs(ap_escape_html(r->pool, sbt_clean_name(r->pool,
-                                                    ap_get_server_name(r))),
+    ap_rputs(ap_escape_html(r->pool, sbt_show_name(r->pool,
+                                                   ap_get_server_name(r))),
              r);
     ap_rprintf(r, "</h1>\n<p>Counters since %s (the last start or full "
                "restart; graceful restarts keep them). Configuration "
@@ -381,7 +389,7 @@ static void sbt_page_html(request_rec *r)
 /* Prometheus text format 0.0.4                                     */
 /* ---------------------------------------------------------------- */
 
-/** @a s as a label value: backslash and double quote escaped.  A clean
+/** @a s as a label value: backslash and double quote escaped.  A shown
  *  name has no newline, the format's third special. */
 static const char *sbt_prom_label(apr_pool_t *p, const char *s)
 {

@@ -78,8 +78,6 @@ typedef struct {
     /** The network, host bits clear. */
     sbt_cidr_t net;
     sbt_setting_t tune;
-    /** Its counters' slot on the status page (set by sndbuf_status.c). */
-    int status_slot;
 } sbt_network_t;
 
 /** A server's rules (sndbuf_rules.c). */
@@ -90,8 +88,6 @@ typedef struct sbt_srv_conf_t {
     sbt_rules_t *rules;
     /** The main server's rules, shared by every vhost, not copied. */
     const sbt_rules_t *base_rules;
-    /** This vhost's counters' slot on the status page (sndbuf_status.c). */
-    int status_slot;
 } sbt_srv_conf_t;
 
 /** The policy in force for one request, with its clamps resolved. */

@@ -2,12 +2,10 @@ package SndbufTune::Status;
 # The status page suite (t/status/*.t, one file per MPM): the status page
 # (SetHandler sndbuf-tune-status), the metrics (sndbuf-tune-metrics) and
 # their shared-memory counters, against a real apache2
-# (SndbufTune::Server) under one MPM:
-#
-#   use SndbufTune::Status;
-#   SndbufTune::Status::run_mpm('event');
-#   done_testing;
-#
+# (SndbufTune::Server) under one MPM: t/status/<mpm>.t calls
+# mpm_server, then the phases start_gen1 ... restart_gen3 and stop_mpm,
+# each with its checks, in a fixed number (a check the kernel's limits
+# rule out is skipped, not left out), which that file's plan adds up;
 # and t/status/prometheus.t, run_prometheus(): a real Prometheus scrapes
 # an apache2 (see there).
 #
@@ -56,12 +54,13 @@ my $FILLERS = 249;
 # A ServerName and the rule file's name hold these bytes, which every
 # format must make safe, each with the text it must show: quotes, a
 # backslash and HTML's specials (as they are: each format escapes them
-# its own way), valid UTF-8 (kept), a byte that is not UTF-8, and control
-# characters, C0, DEL and C1 (each U+FFFD).
+# its own way), valid UTF-8 (kept), and as %XX: a byte that is not UTF-8
+# (Latin-1 among them), the bytes of control characters, C0, DEL and C1,
+# and "%" itself (docs/status.md).
 my @ODD = (['"q\\<&>' => '"q\\<&>'], ["\xc3\xa9" => "\x{e9}"],
-           ["\xff" => "\x{fffd}"], ["\x01" => "\x{fffd}"],
-           ["\x1b" => "\x{fffd}"], ["\x7f" => "\x{fffd}"],
-           ["\xc2\x9b" => "\x{fffd}"]);
+           ["\xff" => '%FF'], ["\xe9" => '%E9'], ["\x01" => '%01'],
+           ["\x1b" => '%1B'], ["\x7f" => '%7F'], ["\xc2\x9b" => '%C2%9B'],
+           ['%' => '%25']);
 my $ODD_BYTES = join '', map { $_->[0] } @ODD;
 my $ODD_TEXT = join '', map { $_->[1] } @ODD;
 
@@ -86,6 +85,16 @@ sub check {
     Test::More::ok($cond, $name)
         or Test::More::diag(join "\n", grep { defined } @why);
     return $cond;
+}
+
+# $code's $n checks if $cond, else $n skips: a test file's plan holds
+# whatever the kernel's limits.
+sub checks_if {
+    my ($cond, $n, $why, $code) = @_;
+  SKIP: {
+        Test::More::skip($why, $n) unless $cond;
+        $code->();
+    }
 }
 
 sub is_num {
@@ -369,12 +378,12 @@ sub check_counts {
         my %sizes = ('fixed.test' => 65536, 'net.test' => 131072,
                      'new.test' => 32768);
         if (my $size = $sizes{$name}) {
-            if ($k->{wmem_max} >= $size) {
+            checks_if($k->{wmem_max} >= $size, 2, "wmem_max < $size", sub {
                 is_num($v->{effective_sndbuf}{2 * $size}, $n,
                        "$label: $name effective buffer 2 x $size");
                 is_num($v->{effective_sum}, $n * 2 * $size,
                        "$label: $name effective buffers add up");
-            }
+            });
             is_num($v->{clamped}, 0, "$label: $name clamped");
         }
         if ($name eq 'none.test') {
@@ -385,14 +394,15 @@ sub check_counts {
             my $clamps = $k->{wmem_max} && $k->{wmem_max} < 8 << 20;
             is_num($v->{clamped}, $clamps ? $n : 0,
                    "$label: clamp.test clamped to wmem_max $k->{wmem_max}");
-            if ($clamps && $k->{wmem_max} >= 4096) {
+            checks_if($clamps && $k->{wmem_max} >= 4096, 1,
+                      'wmem_max does not clamp 8m', sub {
                 # The bucket of 2 x wmem_max: the power of two at or
                 # above it.
                 my $b = 4096;
                 $b *= 2 while $b < 2 * $k->{wmem_max} && $b < 1 << 30;
                 is_num($v->{effective_sndbuf}{$b}, $n,
                        "$label: clamp.test effective buffer in bucket $b");
-            }
+            });
         }
     }
     my $rule = by_name($j->{networks}, rule_name(1));
@@ -400,10 +410,10 @@ sub check_counts {
         is_num($rule->{requests_fixed}, $N, "$label: rule requests_fixed");
         is_num(requests($rule), $N, "$label: rule requests in all");
         is_num($rule->{bytes_sent}, $per_bytes, "$label: rule bytes_sent");
-        if ($k->{wmem_max} >= 131072) {
+        checks_if($k->{wmem_max} >= 131072, 1, 'wmem_max < 128k', sub {
             is_num($rule->{effective_sndbuf}{262144}, $N,
                    "$label: rule effective buffer 2 x 128k");
-        }
+        });
     }
     my $idle = by_name($j->{networks}, rule_name(2));
     if (check($idle, "$label: rule 10.0.0.0/8 has a slot")) {
@@ -435,7 +445,8 @@ sub parse_auto {
 }
 
 # Prometheus' text format: ({"name\0label=value\0..." => value}, [lines
-# it does not allow]), label values unescaped, labels sorted by name.
+# it does not allow, and series given twice]), label values unescaped,
+# labels sorted by name.
 sub parse_prom {
     my $text = utf8_text(shift) // return ({}, ['not UTF-8']);
     my (%m, @bad);
@@ -452,7 +463,9 @@ sub parse_prom {
         }
         push @bad, $line
             if defined $labels && (pos($labels) // 0) < length $labels;
-        $m{ prom_key($name, %l) } = $value;
+        my $key = prom_key($name, %l);
+        push @bad, "series twice: $line" if exists $m{$key};
+        $m{$key} = $value;
     }
     return (\%m, \@bad);
 }
@@ -467,22 +480,7 @@ sub prom_key {
 # them.
 sub check_prom {
     my ($label, $text, $j) = @_;
-    my ($m, $bad) = parse_prom($text);
-    check(!@$bad, "$label: metrics parse", map { "bad line: $_" }
-          @$bad[0 .. ($#$bad > 4 ? 4 : $#$bad)]);
-    my ($rc, $out) = (127, '');
-    if (open my $fh, '>', $SRV->dir . '/metrics.txt') {
-        print $fh $text;
-        close $fh;
-        ($rc, $out) = capture('bash', '-c', 'promtool check metrics <"$1" 2>&1',
-                              'promtool', $SRV->dir . '/metrics.txt');
-    }
-    if ($rc == 127 && !$ENV{CI}) {
-        Test::More::diag("no promtool (apt-get install prometheus): not run");
-    }
-    else {
-        check($rc == 0, "$label: promtool check metrics", $out);
-    }
+    my $m = prom_valid($label, $text);
     my (@why, %seen);
     my $want = sub {
         my ($value, $name, %l) = @_;
@@ -537,6 +535,28 @@ sub check_prom {
           @extra[0 .. ($#extra > 4 ? 4 : $#extra)]);
 }
 
+# The metrics parse, every series once, and promtool accepts them; the
+# parsed series (parse_prom).
+sub prom_valid {
+    my ($label, $text) = @_;
+    my ($m, $bad) = parse_prom($text);
+    check(!@$bad, "$label: metrics parse, each series once",
+          map { "bad line: " . Encode::encode('UTF-8', $_) }
+          @$bad[0 .. ($#$bad > 4 ? 4 : $#$bad)]);
+    my ($rc, $out) = (127, '');
+    if (open my $fh, '>', $SRV->dir . '/metrics.txt') {
+        print $fh $text;
+        close $fh;
+        ($rc, $out) = capture('bash', '-c', 'promtool check metrics <"$1" 2>&1',
+                              'promtool', $SRV->dir . '/metrics.txt');
+    }
+    checks_if($rc != 127 || $ENV{CI}, 1,
+              'no promtool (apt-get install prometheus)', sub {
+        check($rc == 0, "$label: promtool check metrics", $out);
+    });
+    return $m;
+}
+
 # $bytes as text if they are well-formed UTF-8 without a control character
 # other than a newline, else undef.
 sub utf8_text {
@@ -549,23 +569,23 @@ sub html_escape {
     return shift =~ s/&/&amp;/gr =~ s/</&lt;/gr =~ s/>/&gt;/gr =~ s/"/&quot;/gr;
 }
 
-# The odd names in every format: clean UTF-8, each format's escaping.
+# The odd names in every format: exact UTF-8 text, each format's escaping.
 sub check_names {
     my ($mpm, $auto, $html, $metrics) = @_;
     my ($kv) = parse_auto(utf8_text($auto) // '');
     my %names = map { ($_ => 1) } @$kv{ grep { /Name$/ } keys %$kv };
     for (["odd$ODD_TEXT.test:$PORT", 'vhost'], [rule_name(1), 'rule']) {
         my ($name, $what) = @$_;
-        check($names{$name}, "$mpm: ?auto: the ${what}'s odd name, made clean",
+        check($names{$name}, "$mpm: ?auto: the ${what}'s odd name, %-encoded",
               "names: " . join ', ', map { Encode::encode('UTF-8', $_) }
               grep { /odd|rules/ } sort keys %names);
         my $t = utf8_text($html) // '';
         check(index($t, html_escape($name)) >= 0 && index($t, $name) < 0,
-              "$mpm: HTML: the ${what}'s odd name, clean and escaped",
+              "$mpm: HTML: the ${what}'s odd name, %-encoded and escaped",
               "want " . Encode::encode('UTF-8', html_escape($name)));
         my $l = $what . '="' . ($name =~ s/([\\"])/\\$1/gr) . '"';
         check(index(utf8_text($metrics) // '', "{$l") >= 0,
-              "$mpm: metrics: the ${what}'s odd name, clean and escaped",
+              "$mpm: metrics: the ${what}'s odd name, %-encoded and escaped",
               "want " . Encode::encode('UTF-8', $l));
     }
     check(defined utf8_text($auto), "$mpm: ?auto is UTF-8, no control bytes");
@@ -580,8 +600,11 @@ sub check_names {
 
 # ---------------------------------------------------------------------------
 
-# The whole suite under one MPM (event, worker or prefork).
-sub run_mpm {
+# The server for one MPM (event, worker or prefork), not started; the
+# requests each test vhost gets in a load.  t/status/<mpm>.t then runs
+# start_gen1, access_and_formats, load_gen1, graceful_gen2, restart_gen3
+# and stop_mpm.
+sub mpm_server {
     my $mpm = shift;
     $LOG_PERIOD = 0;
     $SIG{PIPE} = 'IGNORE';      # socket writes report EPIPE instead
@@ -596,19 +619,17 @@ sub run_mpm {
     print $rf "SndbufTuneNetwork 127.0.0.0/8 128k\n"
         . "SndbufTuneNetwork 10.0.0.0/8 auto\n";
     close $rf;
+    return $PROCS * $ROUNDS * 2;
+}
 
-    my $gen1 = start_gen1($mpm) // return;
-    access_and_formats($mpm);
-    my $N = $PROCS * $ROUNDS * 2;
-    load_gen1($mpm, $N) or return;
-    graceful_gen2($mpm, $N, $gen1) or return;
-    restart_gen3($mpm, $gen1) or return;
-
-    check($SRV->stop, "$mpm: apache2 -k stop", $SRV->error);
-    my @left = $SRV->processes;
-    check(!@left, "$mpm: no apache2 process left", "left: @left");
+# Stop; true if no apache2 process is left.
+sub stop_mpm {
+    my $mpm = shift;
     Test::More::diag("error_log tail:\n" . $SRV->log_tail)
         unless Test::More->builder->is_passing;
+    check($SRV->stop, "$mpm: apache2 -k stop", $SRV->error);
+    my @left = $SRV->processes;
+    return check(!@left, "$mpm: no apache2 process left", "left: @left");
 }
 
 # ---------------------------------------------------------------------------
@@ -682,27 +703,95 @@ sub close_to {
                  $name, "got " . ($got // 'undef') . ", want $want");
 }
 
-sub run_prometheus {
-    my $bin = (grep { -x } map { "$_/prometheus" } split /:/, $ENV{PATH})[0];
-    unless ($bin) {
-        Test::More::plan(skip_all => 'no prometheus (apt-get install '
-                         . 'prometheus)') unless $ENV{CI};
-        Test::More::fail('no prometheus under CI: scripts/ensure-deps');
-        return;
-    }
-    $SIG{PIPE} = 'IGNORE';
-    my @vhosts = map { vhost($_, $PROM_LOAD{$_}[0] || ()) }
-        sort keys %PROM_LOAD;
-    $SRV = SndbufTune::Server->new(name => 'status-prometheus',
-        modules => ['authz_host'], body => join "\n",
+# Names an inexact encoding would merge: vhosts that differ in one Latin-1
+# byte (each with a rule from a file whose name differs the same way), or
+# in one control byte; and the main server named "(other)" like the
+# overflow row, which the fillers make appear.  Each as it must show.
+my @TWINS = (["caf\xe9.test", 'caf%E9.test', "rules\xe9.conf"],
+             ["caf\xe8.test", 'caf%E8.test', "rules\xe8.conf"],
+             ["c\x01.test", 'c%01.test'], ["c\x02.test", 'c%02.test']);
+my $PROM_FILLERS = 250;
+
+sub prom_body {
+    my @twins = map {
+        my $rules = $_->[2] && $SRV->dir . "/$_->[2]";
+        if ($rules) {
+            open my $rf, '>', $rules or die "$rules: $!";
+            print $rf "SndbufTuneNetwork 10.0.0.0/8 64k\n";
+            close $rf;
+        }
+        vhost($_->[0], $rules ? ("Include $rules") : ());
+    } @TWINS;
+    return join "\n", 'ServerName (other)',
         # the first vhost: the one the scraper's Host: 127.0.0.1 finds
         vhost('metrics.test', '<Location /metrics>',
               '    SetHandler sndbuf-tune-metrics',
+              '    Require ip 127.0.0.1', '</Location>',
+              '<Location /status>', '    SetHandler sndbuf-tune-status',
               '    Require ip 127.0.0.1', '</Location>'),
-        @vhosts, vhost('mark.test'), vhost("odd$ODD_BYTES.test"));
+        (map { vhost($_, $PROM_LOAD{$_}[0] || ()) } sort keys %PROM_LOAD),
+        vhost('mark.test'), vhost("odd$ODD_BYTES.test"), @twins,
+        map { vhost(sprintf 'fill-%03d.test', $_) } 1 .. $PROM_FILLERS;
+}
+
+# The twins in every format: each name once, as it must show.  Returns
+# how many series the metrics have, and the series (parse_prom).
+sub check_twins {
+    my %want = (vhost => ['(other)', '%28other)',
+                          map { "$_->[1]:$PORT" } @TWINS],
+                rule => [map { "SndbufTuneNetwork 10.0.0.0/8 at " . $SRV->dir
+                               . '/' . ($_->[2] =~ s/\xe9/%E9/r =~ s/\xe8/%E8/r)
+                               . ':1' } grep { $_->[2] } @TWINS]);
+    my (undef, undef, $metrics) = http_get('metrics.test', '/metrics');
+    my $m = prom_valid('twins', $metrics);
+    my $samples = grep { !/^#/ } split /\n/, $metrics;
+    my (undef, undef, $auto) = http_get('metrics.test', '/status?auto');
+    my ($kv) = parse_auto(utf8_text($auto) // '');
+    my (undef, undef, $html) = http_get('metrics.test', '/status');
+    $html = utf8_text($html) // '';
+    my %html;
+    ($html{vhost}) = $html =~ m{<h2>Virtual hosts</h2>(.*?)<h2>}s;
+    ($html{rule}) = $html =~ m{<h2>SndbufTuneNetwork rules</h2>(.*)}s;
+    for my $table (qw(vhost rule)) {
+        my @prom = map { /^sndbuf_tune_${table}_requests_total\0policy=none\0$table=(.*)$/s
+                         ? $1 : () } keys %$m;
+        my $akey = $table eq 'vhost' ? 'Vhost' : 'Network';
+        my @auto = @$kv{ grep { /^SndbufTune$akey\[\d+\]Name$/ } keys %$kv };
+        # the counters table, the first in the section: one row a name
+        my ($rows) = ($html{$table} // '') =~ m{(<table.*?</table>)}s;
+        my @html = ($rows // '') =~ m{<td class="n">(.*?)</td>}g;
+        for (['metrics', \@prom], ['?auto', \@auto],
+             ['HTML', \@html, sub { html_escape(shift) }]) {
+            my ($fmt, $names, $esc) = @$_;
+            my %n;
+            $n{$_}++ for @$names;
+            my @twice = grep { $n{$_} > 1 } sort keys %n;
+            my @missing = grep { !$n{ $esc ? $esc->($_) : $_ } } @{ $want{$table} };
+            check(@$names > 1 && !@twice && !@missing,
+                  "twins: $fmt: every $table name once, exact",
+                  map { Encode::encode('UTF-8', $_) }
+                  (map { "twice: $_" } @twice), map { "missing: $_" } @missing);
+        }
+    }
+    return ($samples, $m);
+}
+
+# The prometheus binary on the PATH, or undef.
+sub prometheus_bin {
+    return (grep { -x } map { "$_/prometheus" } split /:/, $ENV{PATH})[0];
+}
+
+# The whole Prometheus run with prometheus $bin; true if it got to its end.
+sub run_prometheus {
+    my $bin = shift;
+    $SIG{PIPE} = 'IGNORE';
+    $SRV = SndbufTune::Server->new(name => 'status-prometheus',
+                                   modules => ['authz_host']);
     $PORT = $SRV->port;
+    $SRV->{body} = prom_body();
     $SRV->add_file('/f', 'x' x 1000);
     check($SRV->start, 'apache2 -k start', $SRV->error) or return;
+    my ($samples, $page) = check_twins();
 
     my $dir = $SRV->dir . '/prometheus';
     mkdir $dir or die "$dir: $!";
@@ -795,15 +884,33 @@ sub run_prometheus {
     close_to($r && @$r ? $r->[0]{value}[1] : undef, $n{'small.test'} * 65536,
              "increase() of the histogram sum: $n{'small.test'} x 65536");
 
-    # The odd name came through Prometheus' parser as the clean text.
+    # The odd name came through Prometheus' parser as the exact text.
     $r = prom_query($api, 'sndbuf_tune_vhost_requests_total{policy="none"}',
                     $t) || [];
     check((grep { $_->{metric}{vhost} eq "odd$ODD_TEXT.test:$PORT" } @$r),
-          'prometheus has the odd name, as clean text');
+          'prometheus has the odd name, %-encoded');
+    # Every series of the page, each once: none lost as a duplicate.
+    $r = prom_query($api, 'count({__name__=~"sndbuf_tune_.+"})', $t);
+    is_num($r && @$r ? $r->[0]{value}[1] : undef, $samples,
+           "prometheus stored each of the page's $samples series");
+    my %names;
+    for my $table (qw(vhost rule)) {
+        $r = prom_query($api, "sndbuf_tune_${table}_requests_total"
+                        . '{policy="none"}', $t) || [];
+        $names{$table} = join "\n", sort map { $_->{metric}{$table} } @$r;
+    }
+    for my $table (qw(vhost rule)) {
+        my %got = map { (/^sndbuf_tune_${table}_requests_total\0policy=none\0$table=(.*)$/s
+                         ? ($1 => 1) : ()) } keys %$page;
+        my $want = join "\n", sort keys %got;
+        check($names{$table} eq $want,
+              "prometheus has the page's ${table}s, each once",
+              Encode::encode('UTF-8', "got:\n$names{$table}\nwant:\n$want"));
+    }
 
     check(prom_stop($pid), 'prometheus stops on SIGTERM', $log->());
     check(!kill(0, $pid), 'no prometheus process left');
-    check($SRV->stop, 'apache2 -k stop', $SRV->error);
+    return check($SRV->stop, 'apache2 -k stop', $SRV->error);
 }
 
 # Configuration 1, started; its generation, or undef.
