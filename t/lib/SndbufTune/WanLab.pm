@@ -411,6 +411,73 @@ sub curl {
     return $self->curl_wait($self->curl_start(%a));
 }
 
+# ------------------------------------------------------------ profiles --
+
+# A stock Debian 12 / Ubuntu / RHEL server's TCP settings, for this lab's
+# server namespace: cubic, net.core.wmem_max 212992 (Linux's default),
+# tcp_wmem 4096 16384 4194304. wmem_max is global on this kernel (read-only
+# in a namespace), and a namespace may only default to a congestion
+# control in the global allowed list: both are changed for the whole
+# machine, so such a lab runs alone (t/all runs the WAN files one at a
+# time), and both are put back by the returned guard's DESTROY, at END
+# and on a signal, failed test or not. Options: cc ('cubic'), wmem_max
+# (212992; undef: leave it). Start Apache after this: the module reads
+# wmem_max at startup.
+my @RESTORE;        # [file, old value] still to be put back (END)
+
+sub _sysctl_set {
+    my ($file, $value) = @_;
+    open my $in, '<', $file or die "$file: $!";
+    chomp(my $old = <$in>);
+    close $in;
+    return if $old eq $value;
+    push @RESTORE, [$file, $old];
+    open my $out, '>', $file or die "$file: $!";
+    print $out "$value\n" or die "$file: $!";
+    close $out or die "$file: $value: $!";
+}
+
+sub _sysctl_restore {
+    while (my $r = pop @RESTORE) {
+        if (open my $out, '>', $r->[0]) {
+            print $out "$r->[1]\n";
+            close $out or warn "restoring $r->[0] to '$r->[1]': $!\n";
+        }
+        else {
+            warn "restoring $r->[0] to '$r->[1]': $!\n";
+        }
+    }
+}
+
+END { local ($?, $@, $!); _sysctl_restore() }
+
+sub profile {
+    my ($self, %a) = @_;
+    my $cc = $a{cc} // 'cubic';
+    my $wmem_max = exists $a{wmem_max} ? $a{wmem_max} : 212992;
+    exit_on_signals();
+    my $allowed = '/proc/sys/net/ipv4/tcp_allowed_congestion_control';
+    open my $in, '<', $allowed or die "$allowed: $!";
+    chomp(my $list = <$in>);
+    close $in;
+    _sysctl_set($allowed, join ' ', split(' ', $list), $cc)
+        unless grep { $_ eq $cc } split ' ', $list;
+    _sysctl_set('/proc/sys/net/core/wmem_max', $wmem_max)
+        if defined $wmem_max;
+    for (["net.ipv4.tcp_congestion_control=$cc"],
+         ['net.ipv4.tcp_wmem=4096 16384 4194304']) {
+        my ($rc, $out) = capture('ip', 'netns', 'exec', $self->{ns_server},
+                                 'sysctl', '-w', @$_);
+        die "sysctl -w @$_ in $self->{ns_server}: $out" if $rc;
+    }
+    return bless {}, 'SndbufTune::WanLab::Profile';
+}
+
+sub SndbufTune::WanLab::Profile::DESTROY {
+    local ($?, $@, $!);
+    _sysctl_restore();
+}
+
 # ---------------------------------------------------------- wanperf --
 
 # t/wan/wanperf, where `wanlab up` built it (the rule of t/wan/wanlab).
