@@ -12,6 +12,7 @@
 #include "httpd.h"
 #include "http_config.h"
 #include "http_core.h"
+#include "http_log.h"
 
 #include "apr_strings.h"
 
@@ -61,11 +62,29 @@ static const char *sbt_parse_setting(const char *arg, sbt_setting_t *t)
     return why;
 }
 
-/** "<Location /bulk> at file:line", or "server config at file:line". */
+/**
+ * TRUE when the directive is read from a .htaccess.  The server's own
+ * files run their directives with RSRC_CONF (server, <VirtualHost>) or
+ * ACCESS_CONF (<Directory>, <Location>, <Files>, <If>) in cmd->override;
+ * a .htaccess only with the OR_* classes of AllowOverride, also inside
+ * its <Files> and <If> (core keeps the override there), and a directive
+ * named by AllowOverrideList passes without either.
+ */
+static int sbt_in_htaccess(const cmd_parms *cmd)
+{
+    return !(cmd->override & (RSRC_CONF | ACCESS_CONF));
+}
+
+/** "<Location /bulk> at file:line", "server config at file:line", or
+ *  ".htaccess at file:line". */
 static const char *sbt_rule_name(cmd_parms *cmd)
 {
     const ap_directive_t *d = cmd->directive, *sect = d->parent;
 
+    if (!sect && sbt_in_htaccess(cmd)) {
+        return apr_psprintf(cmd->pool, ".htaccess at %s:%d", d->filename,
+                            d->line_num);
+    }
     if (!sect) {
         return apr_psprintf(cmd->pool, "server config at %s:%d",
                             d->filename, d->line_num);
@@ -93,6 +112,7 @@ static const char *sbt_cmd_tune(cmd_parms *cmd, void *dconf, const char *arg)
     conf->tune.rule = sbt_rule_name(cmd);
     /* cmd->path is set inside <Directory>, <Location> and <Files>. */
     conf->tune_in_section = cmd->path != NULL;
+    conf->tune_in_htaccess = sbt_in_htaccess(cmd);
     return NULL;
 }
 
@@ -115,7 +135,13 @@ static const char *sbt_cmd_limits(cmd_parms *cmd, void *dconf,
     if (why) {
         return sbt_bad(cmd, bad, why);
     }
-    sbt_note_size(conf->limit_max);
+    /* A .htaccess may narrow the limits, never widen them: its max only
+     * counts below the administrator's (sbt_decide), and it is not
+     * noted for the startup warning, which has passed by then. */
+    if (!sbt_in_htaccess(cmd)) {
+        conf->limit_cap = conf->limit_max;
+        sbt_note_size(conf->limit_max);
+    }
     return NULL;
 }
 
@@ -166,6 +192,13 @@ static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
     const char *why, *bad = cidr;
 
     (void)dummy;
+    /* httpd refuses it there even when AllowOverrideList names it; were
+     * it let through, a request would add a rule from its own pool to
+     * the server's table. */
+    if (sbt_in_htaccess(cmd)) {
+        return apr_pstrcat(cmd->pool, cmd->cmd->name, " not allowed here",
+                           NULL);
+    }
     if ((why = sbt_cmd_cidr(cmd, cidr, &net->net)) == NULL) {
         bad = policy;
         if ((why = sbt_parse_setting(policy, &net->tune)) != NULL) {
@@ -197,8 +230,10 @@ static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
 
 const command_rec sbt_cmds[] = {
     /* RSRC_CONF|ACCESS_CONF: server, <VirtualHost>, <Directory>,
-     * <Location>, <Files>; deliberately not .htaccess, where any user
-     * could pin server memory. */
+     * <Location>, <Files>; in no AllowOverride class, where any user
+     * could pin server memory.  An administrator who names them in
+     * AllowOverrideList still keeps the .htaccess under the max of the
+     * SndbufTuneLimits in force outside it. */
     AP_INIT_TAKE1("SndbufTune", sbt_cmd_tune, NULL, RSRC_CONF | ACCESS_CONF,
                   "unset (kernel autotuning), auto (RTT x bandwidth) or a "
                   "send buffer size such as 256k"),
@@ -236,10 +271,12 @@ void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     if (add->tune.policy != SBT_POLICY_NONE) {
         conf->tune = add->tune;
         conf->tune_in_section = add->tune_in_section;
+        conf->tune_in_htaccess = add->tune_in_htaccess;
     }
     else {
         conf->tune = base->tune;
         conf->tune_in_section = base->tune_in_section;
+        conf->tune_in_htaccess = base->tune_in_htaccess;
     }
     conf->rate = add->rate ? add->rate : base->rate;
     if (add->limit_max) {
@@ -250,6 +287,7 @@ void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
         conf->limit_min = base->limit_min;
         conf->limit_max = base->limit_max;
     }
+    conf->limit_cap = add->limit_cap ? add->limit_cap : base->limit_cap;
     return conf;
 }
 
@@ -279,6 +317,25 @@ void *sbt_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
 /* The policy for a request                                         */
 /* ---------------------------------------------------------------- */
 
+/**
+ * A size a .htaccess chose above the limits' max comes down to it, and
+ * the rule says so (SNDBUF_TUNE_RULE, the debug log): the administrator's
+ * SndbufTuneLimits bounds what any site owner's .htaccess can pin.
+ */
+static void sbt_clamp_htaccess(request_rec *r, sbt_decision_t *d)
+{
+    if (d->tune.policy != SBT_POLICY_FIXED || d->tune.size <= d->limit_max) {
+        return;
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "SndbufTune %d from %s: "
+                  "clamped to %d, the maximum of SndbufTuneLimits",
+                  d->tune.size, d->tune.rule, d->limit_max);
+    d->tune.rule = apr_psprintf(r->pool, "%s, clamped to %d by "
+                                "SndbufTuneLimits", d->tune.rule,
+                                d->limit_max);
+    d->tune.size = d->limit_max;
+}
+
 int sbt_decide(request_rec *r, sbt_decision_t *d)
 {
     const sbt_dir_conf_t *dc = ap_get_module_config(r->per_dir_config,
@@ -286,6 +343,7 @@ int sbt_decide(request_rec *r, sbt_decision_t *d)
     const sbt_srv_conf_t *sc = ap_get_module_config(r->server->module_config,
                                                     &sndbuf_tune_module);
     const sbt_network_t *net = NULL;
+    int cap;
 
     /* useragent_addr: the client as mod_remoteip sees it, when loaded;
      * otherwise the connection's peer. */
@@ -301,12 +359,17 @@ int sbt_decide(request_rec *r, sbt_decision_t *d)
     if (!d->tune.rate) {
         d->tune.rate = dc->rate;
     }
-    d->limit_max = dc->limit_max ? dc->limit_max
-                 : sbt_kernel.wmem_max ? (int)sbt_kernel.wmem_max
-                 : SBT_AUTO_MAX_FALLBACK;
+    cap = dc->limit_cap ? dc->limit_cap
+        : sbt_kernel.wmem_max ? (int)sbt_kernel.wmem_max
+        : SBT_AUTO_MAX_FALLBACK;
+    d->limit_max = dc->limit_max && dc->limit_max < cap ? dc->limit_max
+                                                        : cap;
     d->limit_min = dc->limit_max ? dc->limit_min : SBT_AUTO_MIN_DEFAULT;
     if (d->limit_min > d->limit_max) {
         d->limit_min = d->limit_max;
+    }
+    if (!net && dc->tune_in_htaccess) {
+        sbt_clamp_htaccess(r, d);
     }
     return 1;
 }

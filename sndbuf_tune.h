@@ -66,11 +66,17 @@ typedef struct {
     /** The SndbufTune came from <Directory>, <Location> or <Files>, so
      *  it beats client network rules (which beat vhost-wide lines). */
     int tune_in_section;
+    /** The SndbufTune came from a .htaccess: its size is held to the
+     *  limits' max, as auto's is. */
+    int tune_in_htaccess;
     /** SndbufTuneBandwidth in bytes/s; 0 = not set here. */
     apr_uint64_t rate;
     /** SndbufTuneLimits; 0 = not set here. */
     int limit_min;
     int limit_max;
+    /** The max of a SndbufTuneLimits outside .htaccess: no .htaccess
+     *  raises the limits past it; 0 = not set here. */
+    int limit_cap;
 } sbt_dir_conf_t;
 
 /** One SndbufTuneNetwork rule. */
