@@ -24,6 +24,10 @@
 #define SBT_AUTO_MIN_DEFAULT   (8 * 1024)
 #define SBT_AUTO_MAX_FALLBACK  (4 * 1024 * 1024)
 
+/* The nearer scope's field unless it left it SBT_UNSET. */
+#define SBT_MERGE(conf, base, add, field) \
+    ((conf)->field = (add)->field != SBT_UNSET ? (add)->field : (base)->field)
+
 /* The largest size any directive of the configuration being read asks
  * for, for the startup warning about net.core.wmem_max. */
 static int sbt_largest_size;
@@ -97,8 +101,8 @@ static const char *sbt_rule_name(cmd_parms *cmd)
 /* Directives                                                       */
 /* ---------------------------------------------------------------- */
 
-#define SBT_POLICY_HINT "expected unset, auto or a size from 4k to 1g " \
-                        "such as 256k"
+#define SBT_POLICY_HINT "expected none, unset, auto or a size from 4k " \
+                        "to 1g such as 256k"
 
 static const char *sbt_cmd_tune(cmd_parms *cmd, void *dconf, const char *arg)
 {
@@ -120,9 +124,19 @@ static const char *sbt_cmd_bandwidth(cmd_parms *cmd, void *dconf,
                                      const char *arg)
 {
     sbt_dir_conf_t *conf = dconf;
-    const char *why = sbt_parse_rate(arg, &conf->rate);
+    apr_uint64_t rate;
+    const char *why;
 
-    return why ? sbt_bad(cmd, arg, why) : NULL;
+    /* The default, said explicitly: a nearer scope can go back to it. */
+    if (!ap_cstr_casecmp(arg, "measure")) {
+        conf->rate = 0;
+        return NULL;
+    }
+    if ((why = sbt_parse_rate(arg, &rate)) != NULL) {
+        return sbt_bad(cmd, arg, why);
+    }
+    conf->rate = (apr_int64_t)rate;
+    return NULL;
 }
 
 static const char *sbt_cmd_limits(cmd_parms *cmd, void *dconf,
@@ -235,18 +249,20 @@ const command_rec sbt_cmds[] = {
      * AllowOverrideList still keeps the .htaccess under the max of the
      * SndbufTuneLimits in force outside it. */
     AP_INIT_TAKE1("SndbufTune", sbt_cmd_tune, NULL, RSRC_CONF | ACCESS_CONF,
-                  "unset (kernel autotuning), auto (RTT x bandwidth) or a "
-                  "send buffer size such as 256k"),
+                  "none (leave the socket alone), unset (kernel "
+                  "autotuning), auto (RTT x bandwidth) or a send buffer "
+                  "size such as 256k"),
     AP_INIT_TAKE1("SndbufTuneBandwidth", sbt_cmd_bandwidth, NULL,
                   RSRC_CONF | ACCESS_CONF,
-                  "path rate auto assumes, e.g. 30mbit; default: measure"),
+                  "path rate auto assumes, e.g. 30mbit, or measure (the "
+                  "default)"),
     AP_INIT_TAKE2("SndbufTuneLimits", sbt_cmd_limits, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "smallest and largest size auto may choose, e.g. 16k 4m"),
     /* Client networks belong to a server, not to a path. */
     AP_INIT_TAKE23("SndbufTuneNetwork", sbt_cmd_network, NULL, RSRC_CONF,
-                   "client network (CIDR), then unset, auto or a size, "
-                   "and for auto optionally a rate"),
+                   "client network (CIDR), then none, unset, auto or a "
+                   "size, and for auto optionally a rate"),
     {NULL}
 };
 
@@ -256,9 +272,14 @@ const command_rec sbt_cmds[] = {
 
 void *sbt_create_dir_conf(apr_pool_t *p, char *dir)
 {
+    sbt_dir_conf_t *conf = apr_pcalloc(p, sizeof(*conf));
+
     (void)dir;
-    /* All zero: policy NONE, rate and limits not set. */
-    return apr_pcalloc(p, sizeof(sbt_dir_conf_t));
+    /* Nothing said here: every scope around may still decide. */
+    conf->tune_in_section = SBT_UNSET;
+    conf->rate = SBT_UNSET;
+    conf->limit_min = conf->limit_max = conf->limit_cap = SBT_UNSET;
+    return conf;
 }
 
 void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
@@ -268,7 +289,7 @@ void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
 
     /* A SndbufTune line travels whole: a nearer scope's size never
      * combines with a farther scope's policy. */
-    if (add->tune.policy != SBT_POLICY_NONE) {
+    if (add->tune_in_section != SBT_UNSET) {
         conf->tune = add->tune;
         conf->tune_in_section = add->tune_in_section;
         conf->tune_in_htaccess = add->tune_in_htaccess;
@@ -278,8 +299,8 @@ void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
         conf->tune_in_section = base->tune_in_section;
         conf->tune_in_htaccess = base->tune_in_htaccess;
     }
-    conf->rate = add->rate ? add->rate : base->rate;
-    if (add->limit_max) {
+    SBT_MERGE(conf, base, add, rate);
+    if (add->limit_max != SBT_UNSET) {
         conf->limit_min = add->limit_min;
         conf->limit_max = add->limit_max;
     }
@@ -287,7 +308,7 @@ void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
         conf->limit_min = base->limit_min;
         conf->limit_max = base->limit_max;
     }
-    conf->limit_cap = add->limit_cap ? add->limit_cap : base->limit_cap;
+    SBT_MERGE(conf, base, add, limit_cap);
     return conf;
 }
 
@@ -347,7 +368,7 @@ int sbt_decide(request_rec *r, sbt_decision_t *d)
 
     /* useragent_addr: the client as mod_remoteip sees it, when loaded;
      * otherwise the connection's peer. */
-    if (!dc->tune_in_section && (sc->rules || sc->base_rules)
+    if (dc->tune_in_section != 1 && (sc->rules || sc->base_rules)
         && r->useragent_addr) {
         net = sbt_rules_match(sc->rules, sc->base_rules, r->useragent_addr);
     }
@@ -356,15 +377,16 @@ int sbt_decide(request_rec *r, sbt_decision_t *d)
     if (d->tune.policy == SBT_POLICY_NONE) {
         return 0;
     }
-    if (!d->tune.rate) {
-        d->tune.rate = dc->rate;
+    if (!d->tune.rate && dc->rate != SBT_UNSET) {
+        d->tune.rate = (apr_uint64_t)dc->rate;
     }
-    cap = dc->limit_cap ? dc->limit_cap
+    cap = dc->limit_cap != SBT_UNSET ? dc->limit_cap
         : sbt_kernel.wmem_max ? (int)sbt_kernel.wmem_max
         : SBT_AUTO_MAX_FALLBACK;
-    d->limit_max = dc->limit_max && dc->limit_max < cap ? dc->limit_max
-                                                        : cap;
-    d->limit_min = dc->limit_max ? dc->limit_min : SBT_AUTO_MIN_DEFAULT;
+    d->limit_max = dc->limit_max != SBT_UNSET && dc->limit_max < cap
+                   ? dc->limit_max : cap;
+    d->limit_min = dc->limit_max != SBT_UNSET ? dc->limit_min
+                                              : SBT_AUTO_MIN_DEFAULT;
     if (d->limit_min > d->limit_max) {
         d->limit_min = d->limit_max;
     }
