@@ -13,10 +13,13 @@
 #include "http_config.h"
 #include "http_core.h"
 #include "http_log.h"
+#include "http_main.h"
 
 #include "apr_strings.h"
 
 #include "sndbuf_tune.h"
+
+APLOG_USE_MODULE(sndbuf_tune);
 
 /* Auto's default clamps: below the kernel's own initial 16k buffer
  * (tcp_wmem[1]) nothing is gained; above wmem_max the kernel refuses.
@@ -405,8 +408,110 @@ static int sbt_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
     return OK;
 }
 
+/* ---------------------------------------------------------------- */
+/* Network rules behind mod_remoteip                                */
+/* ---------------------------------------------------------------- */
+
+/** mod_remoteip's directives among one server's own lines (mod_remoteip
+ *  keeps its configuration to itself; the tree of directives is public). */
+typedef struct {
+    const char *header;         /**< RemoteIPHeader's header, or NULL */
+    int proxies;                /**< a RemoteIP*Proxy* line */
+} sbt_remoteip_seen_t;
+
+static void sbt_remoteip_scan(const ap_directive_t *d,
+                              sbt_remoteip_seen_t *seen)
+{
+    for (; d; d = d->next) {
+        if (!ap_cstr_casecmp(d->directive, "RemoteIPHeader")) {
+            seen->header = d->args;
+        }
+        /* RemoteIPInternalProxy, RemoteIPTrustedProxy and their *List */
+        else if (!ap_cstr_casecmpn(d->directive, "RemoteIPInternalProxy", 21)
+                 || !ap_cstr_casecmpn(d->directive, "RemoteIPTrustedProxy",
+                                      20)) {
+            seen->proxies = 1;
+        }
+    }
+}
+
+/** The <VirtualHost> section @a s was defined by, or NULL. */
+static const ap_directive_t *sbt_vhost_section(const server_rec *s)
+{
+    const ap_directive_t *d;
+
+    for (d = ap_conftree; d; d = d->next) {
+        if (!ap_cstr_casecmp(d->directive, "<VirtualHost")
+            && d->line_num == (int)s->defn_line_number
+            && s->defn_name && !strcmp(d->filename, s->defn_name)) {
+            return d;
+        }
+    }
+    return NULL;
+}
+
+/**
+ * With RemoteIPHeader and no proxy listed, mod_remoteip believes the
+ * header from every peer (its proxy list is the only check), so any
+ * client picks the SndbufTuneNetwork rule it gets with one header line.
+ * mod_remoteip's own merge: a vhost's header or proxy list, if it has
+ * one, else the main server's.
+ */
+static void sbt_warn_remoteip(server_rec *main_s)
+{
+    sbt_remoteip_seen_t top = {NULL, 0};
+    server_rec *s;
+
+    if (!ap_find_linked_module("mod_remoteip.c")) {
+        return;
+    }
+    sbt_remoteip_scan(ap_conftree, &top);
+    for (s = main_s; s; s = s->next) {
+        const sbt_srv_conf_t *sc = ap_get_module_config(s->module_config,
+                                                        &sndbuf_tune_module);
+        const ap_directive_t *sect = s == main_s ? NULL
+                                                 : sbt_vhost_section(s);
+        sbt_remoteip_seen_t own = {NULL, 0};
+
+        if (!sc->rules && !sc->base_rules) {
+            continue;
+        }
+        if (sect) {
+            sbt_remoteip_scan(sect->first_child, &own);
+        }
+        if (!own.header) {
+            own.header = top.header;
+        }
+        if (own.header && !own.proxies && !top.proxies) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                         "SndbufTuneNetwork: %s%s: RemoteIPHeader %s "
+                         "without RemoteIPInternalProxy or "
+                         "RemoteIPTrustedProxy: any client chooses the "
+                         "network rule it gets by sending that header "
+                         "(see SndbufTuneNetwork in docs/directives.md)",
+                         sect ? "vhost " : "the main server",
+                         sect && s->server_hostname ? s->server_hostname
+                                                    : "", own.header);
+        }
+    }
+}
+
+static int sbt_config_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                                  apr_pool_t *ptemp, server_rec *s)
+{
+    (void)pconf; (void)plog; (void)ptemp;
+    /* Once per start or restart, not again in the preflight pass. */
+    if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
+        sbt_warn_remoteip(s);
+    }
+    return OK;
+}
+
 void sbt_config_register_hooks(void)
 {
     /* Before the directives are read. */
     ap_hook_pre_config(sbt_config_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
+    /* Once they are read and the vhosts merged. */
+    ap_hook_post_config(sbt_config_post_config, NULL, NULL,
+                        APR_HOOK_MIDDLE);
 }
