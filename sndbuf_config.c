@@ -12,16 +12,24 @@
 #include "httpd.h"
 #include "http_config.h"
 #include "http_core.h"
+#include "http_log.h"
+#include "http_main.h"
 
 #include "apr_strings.h"
 
 #include "sndbuf_tune.h"
+
+APLOG_USE_MODULE(sndbuf_tune);
 
 /* Auto's default clamps: below the kernel's own initial 16k buffer
  * (tcp_wmem[1]) nothing is gained; above wmem_max the kernel refuses.
  * SBT_AUTO_MAX_FALLBACK only applies where wmem_max cannot be read. */
 #define SBT_AUTO_MIN_DEFAULT   (8 * 1024)
 #define SBT_AUTO_MAX_FALLBACK  (4 * 1024 * 1024)
+
+/* The nearer scope's field unless it left it SBT_UNSET. */
+#define SBT_MERGE(conf, base, add, field) \
+    ((conf)->field = (add)->field != SBT_UNSET ? (add)->field : (base)->field)
 
 /* The largest size any directive of the configuration being read asks
  * for, for the startup warning about net.core.wmem_max. */
@@ -61,11 +69,29 @@ static const char *sbt_parse_setting(const char *arg, sbt_setting_t *t)
     return why;
 }
 
-/** "<Location /bulk> at file:line", or "server config at file:line". */
+/**
+ * TRUE when the directive is read from a .htaccess.  The server's own
+ * files run their directives with RSRC_CONF (server, <VirtualHost>) or
+ * ACCESS_CONF (<Directory>, <Location>, <Files>, <If>) in cmd->override;
+ * a .htaccess only with the OR_* classes of AllowOverride, also inside
+ * its <Files> and <If> (core keeps the override there), and a directive
+ * named by AllowOverrideList passes without either.
+ */
+static int sbt_in_htaccess(const cmd_parms *cmd)
+{
+    return !(cmd->override & (RSRC_CONF | ACCESS_CONF));
+}
+
+/** "<Location /bulk> at file:line", "server config at file:line", or
+ *  ".htaccess at file:line". */
 static const char *sbt_rule_name(cmd_parms *cmd)
 {
     const ap_directive_t *d = cmd->directive, *sect = d->parent;
 
+    if (!sect && sbt_in_htaccess(cmd)) {
+        return apr_psprintf(cmd->pool, ".htaccess at %s:%d", d->filename,
+                            d->line_num);
+    }
     if (!sect) {
         return apr_psprintf(cmd->pool, "server config at %s:%d",
                             d->filename, d->line_num);
@@ -78,8 +104,8 @@ static const char *sbt_rule_name(cmd_parms *cmd)
 /* Directives                                                       */
 /* ---------------------------------------------------------------- */
 
-#define SBT_POLICY_HINT "expected unset, auto or a size from 4k to 1g " \
-                        "such as 256k"
+#define SBT_POLICY_HINT "expected none, unset, auto or a size from 4k " \
+                        "to 1g such as 256k"
 
 static const char *sbt_cmd_tune(cmd_parms *cmd, void *dconf, const char *arg)
 {
@@ -93,6 +119,7 @@ static const char *sbt_cmd_tune(cmd_parms *cmd, void *dconf, const char *arg)
     conf->tune.rule = sbt_rule_name(cmd);
     /* cmd->path is set inside <Directory>, <Location> and <Files>. */
     conf->tune_in_section = cmd->path != NULL;
+    conf->tune_in_htaccess = sbt_in_htaccess(cmd);
     return NULL;
 }
 
@@ -100,9 +127,19 @@ static const char *sbt_cmd_bandwidth(cmd_parms *cmd, void *dconf,
                                      const char *arg)
 {
     sbt_dir_conf_t *conf = dconf;
-    const char *why = sbt_parse_rate(arg, &conf->rate);
+    apr_uint64_t rate;
+    const char *why;
 
-    return why ? sbt_bad(cmd, arg, why) : NULL;
+    /* The default, said explicitly: a nearer scope can go back to it. */
+    if (!ap_cstr_casecmp(arg, "measure")) {
+        conf->rate = 0;
+        return NULL;
+    }
+    if ((why = sbt_parse_rate(arg, &rate)) != NULL) {
+        return sbt_bad(cmd, arg, why);
+    }
+    conf->rate = (apr_int64_t)rate;
+    return NULL;
 }
 
 static const char *sbt_cmd_limits(cmd_parms *cmd, void *dconf,
@@ -115,7 +152,13 @@ static const char *sbt_cmd_limits(cmd_parms *cmd, void *dconf,
     if (why) {
         return sbt_bad(cmd, bad, why);
     }
-    sbt_note_size(conf->limit_max);
+    /* A .htaccess may narrow the limits, never widen them: its max only
+     * counts below the administrator's (sbt_decide), and it is not
+     * noted for the startup warning, which has passed by then. */
+    if (!sbt_in_htaccess(cmd)) {
+        conf->limit_cap = conf->limit_max;
+        sbt_note_size(conf->limit_max);
+    }
     return NULL;
 }
 
@@ -166,6 +209,13 @@ static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
     const char *why, *bad = cidr;
 
     (void)dummy;
+    /* httpd refuses it there even when AllowOverrideList names it; were
+     * it let through, a request would add a rule from its own pool to
+     * the server's table. */
+    if (sbt_in_htaccess(cmd)) {
+        return apr_pstrcat(cmd->pool, cmd->cmd->name, " not allowed here",
+                           NULL);
+    }
     if ((why = sbt_cmd_cidr(cmd, cidr, &net->net)) == NULL) {
         bad = policy;
         if ((why = sbt_parse_setting(policy, &net->tune)) != NULL) {
@@ -196,21 +246,25 @@ static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
 
 const command_rec sbt_cmds[] = {
     /* RSRC_CONF|ACCESS_CONF: server, <VirtualHost>, <Directory>,
-     * <Location>, <Files>; deliberately not .htaccess, where any user
-     * could pin server memory. */
+     * <Location>, <Files>; in no AllowOverride class, where any user
+     * could pin server memory.  An administrator who names them in
+     * AllowOverrideList still keeps the .htaccess under the max of the
+     * SndbufTuneLimits in force outside it. */
     AP_INIT_TAKE1("SndbufTune", sbt_cmd_tune, NULL, RSRC_CONF | ACCESS_CONF,
-                  "unset (kernel autotuning), auto (RTT x bandwidth) or a "
-                  "send buffer size such as 256k"),
+                  "none (leave the socket alone), unset (kernel "
+                  "autotuning), auto (RTT x bandwidth) or a send buffer "
+                  "size such as 256k"),
     AP_INIT_TAKE1("SndbufTuneBandwidth", sbt_cmd_bandwidth, NULL,
                   RSRC_CONF | ACCESS_CONF,
-                  "path rate auto assumes, e.g. 30mbit; default: measure"),
+                  "path rate auto assumes, e.g. 30mbit, or measure (the "
+                  "default)"),
     AP_INIT_TAKE2("SndbufTuneLimits", sbt_cmd_limits, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "smallest and largest size auto may choose, e.g. 16k 4m"),
     /* Client networks belong to a server, not to a path. */
     AP_INIT_TAKE23("SndbufTuneNetwork", sbt_cmd_network, NULL, RSRC_CONF,
-                   "client network (CIDR), then unset, auto or a size, "
-                   "and for auto optionally a rate"),
+                   "client network (CIDR), then none, unset, auto or a "
+                   "size, and for auto optionally a rate"),
     {NULL}
 };
 
@@ -220,9 +274,14 @@ const command_rec sbt_cmds[] = {
 
 void *sbt_create_dir_conf(apr_pool_t *p, char *dir)
 {
+    sbt_dir_conf_t *conf = apr_pcalloc(p, sizeof(*conf));
+
     (void)dir;
-    /* All zero: policy NONE, rate and limits not set. */
-    return apr_pcalloc(p, sizeof(sbt_dir_conf_t));
+    /* Nothing said here: every scope around may still decide. */
+    conf->tune_in_section = SBT_UNSET;
+    conf->rate = SBT_UNSET;
+    conf->limit_min = conf->limit_max = conf->limit_cap = SBT_UNSET;
+    return conf;
 }
 
 void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
@@ -232,16 +291,18 @@ void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
 
     /* A SndbufTune line travels whole: a nearer scope's size never
      * combines with a farther scope's policy. */
-    if (add->tune.policy != SBT_POLICY_NONE) {
+    if (add->tune_in_section != SBT_UNSET) {
         conf->tune = add->tune;
         conf->tune_in_section = add->tune_in_section;
+        conf->tune_in_htaccess = add->tune_in_htaccess;
     }
     else {
         conf->tune = base->tune;
         conf->tune_in_section = base->tune_in_section;
+        conf->tune_in_htaccess = base->tune_in_htaccess;
     }
-    conf->rate = add->rate ? add->rate : base->rate;
-    if (add->limit_max) {
+    SBT_MERGE(conf, base, add, rate);
+    if (add->limit_max != SBT_UNSET) {
         conf->limit_min = add->limit_min;
         conf->limit_max = add->limit_max;
     }
@@ -249,6 +310,7 @@ void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
         conf->limit_min = base->limit_min;
         conf->limit_max = base->limit_max;
     }
+    SBT_MERGE(conf, base, add, limit_cap);
     return conf;
 }
 
@@ -276,6 +338,25 @@ void *sbt_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
 /* The policy for a request                                         */
 /* ---------------------------------------------------------------- */
 
+/**
+ * A size a .htaccess chose above the limits' max comes down to it, and
+ * the rule says so (SNDBUF_TUNE_RULE, the debug log): the administrator's
+ * SndbufTuneLimits bounds what any site owner's .htaccess can pin.
+ */
+static void sbt_clamp_htaccess(request_rec *r, sbt_decision_t *d)
+{
+    if (d->tune.policy != SBT_POLICY_FIXED || d->tune.size <= d->limit_max) {
+        return;
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "SndbufTune %d from %s: "
+                  "clamped to %d, the maximum of SndbufTuneLimits",
+                  d->tune.size, d->tune.rule, d->limit_max);
+    d->tune.rule = apr_psprintf(r->pool, "%s, clamped to %d by "
+                                "SndbufTuneLimits", d->tune.rule,
+                                d->limit_max);
+    d->tune.size = d->limit_max;
+}
+
 int sbt_decide(request_rec *r, sbt_decision_t *d)
 {
     const sbt_dir_conf_t *dc = ap_get_module_config(r->per_dir_config,
@@ -283,10 +364,11 @@ int sbt_decide(request_rec *r, sbt_decision_t *d)
     const sbt_srv_conf_t *sc = ap_get_module_config(r->server->module_config,
                                                     &sndbuf_tune_module);
     const sbt_network_t *net = NULL;
+    int cap;
 
     /* useragent_addr: the client as mod_remoteip sees it, when loaded;
      * otherwise the connection's peer. */
-    if (!dc->tune_in_section && (sc->rules || sc->base_rules)
+    if (dc->tune_in_section != 1 && (sc->rules || sc->base_rules)
         && r->useragent_addr) {
         net = sbt_rules_match(sc->rules, sc->base_rules, r->useragent_addr);
     }
@@ -295,15 +377,21 @@ int sbt_decide(request_rec *r, sbt_decision_t *d)
     if (d->tune.policy == SBT_POLICY_NONE) {
         return 0;
     }
-    if (!d->tune.rate) {
-        d->tune.rate = dc->rate;
+    if (!d->tune.rate && dc->rate != SBT_UNSET) {
+        d->tune.rate = (apr_uint64_t)dc->rate;
     }
-    d->limit_max = dc->limit_max ? dc->limit_max
-                 : sbt_kernel.wmem_max ? (int)sbt_kernel.wmem_max
-                 : SBT_AUTO_MAX_FALLBACK;
-    d->limit_min = dc->limit_max ? dc->limit_min : SBT_AUTO_MIN_DEFAULT;
+    cap = dc->limit_cap != SBT_UNSET ? dc->limit_cap
+        : sbt_kernel.wmem_max ? (int)sbt_kernel.wmem_max
+        : SBT_AUTO_MAX_FALLBACK;
+    d->limit_max = dc->limit_max != SBT_UNSET && dc->limit_max < cap
+                   ? dc->limit_max : cap;
+    d->limit_min = dc->limit_max != SBT_UNSET ? dc->limit_min
+                                              : SBT_AUTO_MIN_DEFAULT;
     if (d->limit_min > d->limit_max) {
         d->limit_min = d->limit_max;
+    }
+    if (!net && dc->tune_in_htaccess) {
+        sbt_clamp_htaccess(r, d);
     }
     return 1;
 }
@@ -317,8 +405,110 @@ static int sbt_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
     return OK;
 }
 
+/* ---------------------------------------------------------------- */
+/* Network rules behind mod_remoteip                                */
+/* ---------------------------------------------------------------- */
+
+/** mod_remoteip's directives among one server's own lines (mod_remoteip
+ *  keeps its configuration to itself; the tree of directives is public). */
+typedef struct {
+    const char *header;         /**< RemoteIPHeader's header, or NULL */
+    int proxies;                /**< a RemoteIP*Proxy* line */
+} sbt_remoteip_seen_t;
+
+static void sbt_remoteip_scan(const ap_directive_t *d,
+                              sbt_remoteip_seen_t *seen)
+{
+    for (; d; d = d->next) {
+        if (!ap_cstr_casecmp(d->directive, "RemoteIPHeader")) {
+            seen->header = d->args;
+        }
+        /* RemoteIPInternalProxy, RemoteIPTrustedProxy and their *List */
+        else if (!ap_cstr_casecmpn(d->directive, "RemoteIPInternalProxy", 21)
+                 || !ap_cstr_casecmpn(d->directive, "RemoteIPTrustedProxy",
+                                      20)) {
+            seen->proxies = 1;
+        }
+    }
+}
+
+/** The <VirtualHost> section @a s was defined by, or NULL. */
+static const ap_directive_t *sbt_vhost_section(const server_rec *s)
+{
+    const ap_directive_t *d;
+
+    for (d = ap_conftree; d; d = d->next) {
+        if (!ap_cstr_casecmp(d->directive, "<VirtualHost")
+            && d->line_num == (int)s->defn_line_number
+            && s->defn_name && !strcmp(d->filename, s->defn_name)) {
+            return d;
+        }
+    }
+    return NULL;
+}
+
+/**
+ * With RemoteIPHeader and no proxy listed, mod_remoteip believes the
+ * header from every peer (its proxy list is the only check), so any
+ * client picks the SndbufTuneNetwork rule it gets with one header line.
+ * mod_remoteip's own merge: a vhost's header or proxy list, if it has
+ * one, else the main server's.
+ */
+static void sbt_warn_remoteip(server_rec *main_s)
+{
+    sbt_remoteip_seen_t top = {NULL, 0};
+    server_rec *s;
+
+    if (!ap_find_linked_module("mod_remoteip.c")) {
+        return;
+    }
+    sbt_remoteip_scan(ap_conftree, &top);
+    for (s = main_s; s; s = s->next) {
+        const sbt_srv_conf_t *sc = ap_get_module_config(s->module_config,
+                                                        &sndbuf_tune_module);
+        const ap_directive_t *sect = s == main_s ? NULL
+                                                 : sbt_vhost_section(s);
+        sbt_remoteip_seen_t own = {NULL, 0};
+
+        if (!sc->rules && !sc->base_rules) {
+            continue;
+        }
+        if (sect) {
+            sbt_remoteip_scan(sect->first_child, &own);
+        }
+        if (!own.header) {
+            own.header = top.header;
+        }
+        if (own.header && !own.proxies && !top.proxies) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
+                         "SndbufTuneNetwork: %s%s: RemoteIPHeader %s "
+                         "without RemoteIPInternalProxy or "
+                         "RemoteIPTrustedProxy: any client chooses the "
+                         "network rule it gets by sending that header "
+                         "(see SndbufTuneNetwork in docs/directives.md)",
+                         sect ? "vhost " : "the main server",
+                         sect && s->server_hostname ? s->server_hostname
+                                                    : "", own.header);
+        }
+    }
+}
+
+static int sbt_config_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                                  apr_pool_t *ptemp, server_rec *s)
+{
+    (void)pconf; (void)plog; (void)ptemp;
+    /* Once per start or restart, not again in the preflight pass. */
+    if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
+        sbt_warn_remoteip(s);
+    }
+    return OK;
+}
+
 void sbt_config_register_hooks(void)
 {
     /* Before the directives are read. */
     ap_hook_pre_config(sbt_config_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
+    /* Once they are read and the vhosts merged. */
+    ap_hook_post_config(sbt_config_post_config, NULL, NULL,
+                        APR_HOOK_MIDDLE);
 }

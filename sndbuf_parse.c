@@ -551,7 +551,13 @@ const char *sbt_parse_policy(const char *arg, int *policy, int *size)
     const char *why;
     int n;
 
-    if (sbt_caseeq(arg, "unset")) {
+    if (sbt_caseeq(arg, "none")) {
+        /* What a scope with no SndbufTune gets, said explicitly: a
+         * nearer scope can go back to leaving the socket alone. */
+        *policy = SBT_POLICY_NONE;
+        *size = 0;
+    }
+    else if (sbt_caseeq(arg, "unset")) {
         *policy = SBT_POLICY_UNSET;
         *size = 0;
     }

@@ -108,8 +108,9 @@ const char *sbt_parse_limits(const char *min, const char *max,
                              int *lo, int *hi, const char **bad);
 
 /**
- * "unset" or "auto" (case-insensitive), or a size as sbt_parse_size.
- * *policy becomes an sbt_policy_e; *size the size for
+ * "none", "unset" or "auto" (case-insensitive), or a size as
+ * sbt_parse_size.  *policy becomes an sbt_policy_e ("none":
+ * SBT_POLICY_NONE, leave the socket alone); *size the size for
  * SBT_POLICY_FIXED, 0 otherwise.
  */
 const char *sbt_parse_policy(const char *arg, int *policy, int *size);

@@ -60,17 +60,29 @@ typedef struct {
     const char *rule;
 } sbt_setting_t;
 
+/** A field a scope leaves to the scopes around it: the merge's marker
+ *  (as mod_reqtimeout's UNSET), so that 0 and NONE can be said. */
+#define SBT_UNSET (-1)
+
 typedef struct {
-    /** SndbufTune; policy NONE when this scope says nothing. */
+    /** SndbufTune (policy NONE: "none", leave the socket alone); read
+     *  only where tune_in_section is not SBT_UNSET. */
     sbt_setting_t tune;
-    /** The SndbufTune came from <Directory>, <Location> or <Files>, so
-     *  it beats client network rules (which beat vhost-wide lines). */
+    /** SBT_UNSET: no SndbufTune in this scope.  1: it came from
+     *  <Directory>, <Location> or <Files>, so it beats client network
+     *  rules (which beat vhost-wide lines, 0). */
     int tune_in_section;
-    /** SndbufTuneBandwidth in bytes/s; 0 = not set here. */
-    apr_uint64_t rate;
-    /** SndbufTuneLimits; 0 = not set here. */
+    /** The SndbufTune came from a .htaccess: its size is held to the
+     *  limits' max, as auto's is. */
+    int tune_in_htaccess;
+    /** SndbufTuneBandwidth in bytes/s; 0: measure; SBT_UNSET. */
+    apr_int64_t rate;
+    /** SndbufTuneLimits, set together; SBT_UNSET. */
     int limit_min;
     int limit_max;
+    /** The max of a SndbufTuneLimits outside .htaccess: no .htaccess
+     *  raises the limits past it; SBT_UNSET. */
+    int limit_cap;
 } sbt_dir_conf_t;
 
 /** One SndbufTuneNetwork rule. */

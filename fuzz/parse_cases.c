@@ -231,7 +231,9 @@ static const struct {
     {"auto", OK, SBT_POLICY_AUTO, 0}, {"Auto", OK, SBT_POLICY_AUTO, 0},
     {"64k", OK, SBT_POLICY_FIXED, 64 * K}, {"1g", OK, SBT_POLICY_FIXED, G},
     {"autox", S_NOT, 0, 0}, {"unset ", SPACE, 0, 0}, {"", EMPTY, 0, 0},
-    {"3k", S_SMALL, 0, 0}, {"none", S_NOT, 0, 0}, {"-1", NEGATIVE, 0, 0},
+    {"3k", S_SMALL, 0, 0}, {"-1", NEGATIVE, 0, 0},
+    {"none", OK, SBT_POLICY_NONE, 0}, {"NONE", OK, SBT_POLICY_NONE, 0},
+    {"nones", S_NOT, 0, 0},
 };
 
 static int verbose, passed, failed;

@@ -39,19 +39,20 @@ my $DOC = 'docs/bad-input.md';
 my $REGENERATE = "SBT_WRITE_DOCS=1 t/run t/apache/bad_input.t";
 
 # The hint SndbufTune adds to every complaint about its value.
-my $H = '; expected unset, auto or a size from 4k to 1g such as 256k';
+my $H = '; expected none, unset, auto or a size from 4k to 1g such as '
+      . '256k';
 # httpd's own arity messages: "<name> takes ..., <the directive's help>".
 my %ARITY = (
-    SndbufTune => 'SndbufTune takes one argument, unset (kernel '
-        . 'autotuning), auto (RTT x bandwidth) or a send buffer size such '
-        . 'as 256k',
+    SndbufTune => 'SndbufTune takes one argument, none (leave the socket '
+        . 'alone), unset (kernel autotuning), auto (RTT x bandwidth) or a '
+        . 'send buffer size such as 256k',
     SndbufTuneBandwidth => 'SndbufTuneBandwidth takes one argument, path '
-        . 'rate auto assumes, e.g. 30mbit; default: measure',
+        . 'rate auto assumes, e.g. 30mbit, or measure (the default)',
     SndbufTuneLimits => 'SndbufTuneLimits takes two arguments, smallest '
         . 'and largest size auto may choose, e.g. 16k 4m',
     SndbufTuneNetwork => 'SndbufTuneNetwork takes two or three arguments, '
-        . 'client network (CIDR), then unset, auto or a size, and for auto '
-        . 'optionally a rate',
+        . 'client network (CIDR), then none, unset, auto or a size, and for '
+        . 'auto optionally a rate',
 );
 my $NET_CONTEXT = 'SndbufTuneNetwork not allowed in <%s> context';
 my $PARTIAL = 'partial IPv4 address: write all four parts: did you mean';
@@ -384,6 +385,8 @@ my @REFUSED = (
      "SndbufTuneNetwork: '30mbit': a rate only goes with auto"],
     ['rate without auto', 'SndbufTuneNetwork 10.0.0.0/8 unset 30mbit',
      "SndbufTuneNetwork: '30mbit': a rate only goes with auto"],
+    ['rate without auto', 'SndbufTuneNetwork 10.0.0.0/8 none 30mbit',
+     "SndbufTuneNetwork: '30mbit': a rate only goes with auto"],
     ['rate', 'SndbufTuneNetwork 10.0.0.0/8 auto 30xbit',
      "SndbufTuneNetwork: '30xbit': $RATE_UNIT"],
     ['unicode: fullwidth digits', 'SndbufTuneNetwork １０.0.0.0/8 64k',
@@ -453,7 +456,7 @@ my @ACCEPTED = (
         ['64k', ''], ['1m', ''], ['1M', ''], ['512m', ''],
         ['1g', 'the largest size'], ['1G', ''], ['1073741824', '1g in bytes'],
         ['unset', ''], ['auto', ''], ['AUTO', 'keywords in any case'],
-        ['Unset', '']),
+        ['Unset', ''], ['none', 'leave the socket alone'], ['NONE', '']),
     ['SndbufTune', "SndbufTune 64k\nSndbufTune 1m",
      'twice in one scope: the later line wins, as for any httpd directive'],
     ['SndbufTune', "<VirtualHost *:80>\n    ServerName v.test\n"
@@ -474,7 +477,8 @@ my @ACCEPTED = (
         ['0.001mbit', '1kbit'], ['1.0000000001kbit', 'kept in bytes/s, '
          . 'rounded down: 125'],
         ['30mbit', ''], ['30MBIT', 'units in any case'], ['1.5mbit', ''],
-        ['1.5gbit', ''], ['500kbit', '']),
+        ['1.5gbit', ''], ['500kbit', ''],
+        ['measure', 'the default, said explicitly'], ['Measure', '']),
     map({ ['SndbufTuneLimits', "SndbufTuneLimits $_->[0]", $_->[1]] }
         ['16k 4m', ''], ['64k 64k', 'minimum equal to maximum'],
         ['4k 4k', 'the smallest'], ['4k 1g', 'the widest']),
@@ -483,6 +487,7 @@ my @ACCEPTED = (
         ['0.0.0.0/0 unset', 'every IPv4 client'],
         ['::/0 auto', 'every IPv6 client'],
         ['::/0 auto 1kbit', ''],
+        ['10.0.0.0/8 none', 'these clients\' sockets left alone'],
         ['2001:db8:42::/48 1M', ''],
         ['192.0.2.7 64k', 'no prefix: one address (/32)'],
         ['255.255.255.255/32 1g', ''],

@@ -5,6 +5,13 @@
 #   inherit.test <Location /gen/locunset/>  -> unset
 #   own.test SndbufTune 1m                  -> 1m
 #   own.test <Location /gen/loc1m/> without SndbufTune -> the vhost's 1m
+# and a nearer scope going back to a default that 0 used to stand for:
+#   inherit.test <Location /gen/inh_none/> SndbufTune none -> untouched
+#                (policy none, the kernel's autotuning)
+#   auto.test    auto under the main server's SndbufTuneBandwidth 1kbit:
+#                sized for the configured 1000 bit/s, and in
+#                <Location /gen/inh_measure/> SndbufTuneBandwidth measure:
+#                for the rate measured on loopback, far above it
 use strict;
 use warnings;
 use FindBin;
@@ -15,20 +22,34 @@ use SndbufTune::Setup qw(BIG_PATH standalone);
 use SndbufTune::Checks;
 
 my @cases = (
+    ['inherit.test', '/gen/inh_none/big.bin', 'none',  undef],
     ['inherit.test', BIG_PATH,                'fixed', 256 * 1024],
     ['inherit.test', '/gen/locunset/big.bin', 'unset', undef],
     ['own.test',     BIG_PATH,                'fixed', 1024 * 1024],
     ['own.test',     '/gen/loc1m/big.bin',    'fixed', 1024 * 1024],
 );
 
-plan tests => scalar @cases;
+plan tests => @cases + 2;
 
 my $srv = standalone(name => 'inherit', body => <<'CONF');
 SndbufTune 256k
+SndbufTuneBandwidth 1kbit
 <VirtualHost *:@PORT@>
     ServerName inherit.test
     <Location /gen/locunset/>
         SndbufTune unset
+    </Location>
+    <Location /gen/inh_none/>
+        SndbufTune none
+    </Location>
+</VirtualHost>
+<VirtualHost *:@PORT@>
+    ServerName auto.test
+    SndbufTune auto
+    # narrower than tcp_wmem, so auto sizes at its first look
+    SndbufTuneLimits 8k 1m
+    <Location /gen/inh_measure/>
+        SndbufTuneBandwidth measure
     </Location>
 </VirtualHost>
 <VirtualHost *:@PORT@>
@@ -39,6 +60,8 @@ SndbufTune 256k
     </Location>
 </VirtualHost>
 CONF
+$srv->add_link($_, BIG_PATH)
+    for '/gen/inh_none/big.bin', '/gen/inh_measure/big.bin';
 $srv->start or BAIL_OUT('standalone server: ' . $srv->error);
 my $port = $srv->port;
 
@@ -47,6 +70,18 @@ for my $case (@cases) {
     subtest "$host$path ($policy)" => sub {
         download_ok(port => $port, host => $host, path => $path,
                     policy => $policy, bytes => $bytes);
+    };
+}
+
+# auto's rate: the configured one, or measured where a nearer scope says
+# so (the access log's SNDBUF_TUNE_BW_BPS, bits/s)
+for my $case (['configured', BIG_PATH, qr/^1000$/],
+              ['measure', '/gen/inh_measure/big.bin', qr/^(?!1000$)\d+$/]) {
+    my ($what, $path, $bw) = @$case;
+    subtest "auto.test$path: rate $what" => sub {
+        my $c = download_ok(port => $port, host => 'auto.test',
+                            path => $path, check => sub {});
+        logged_ok($srv, $c, $what, policy => 'auto', bw_bps => $bw);
     };
 }
 

@@ -11,6 +11,11 @@
 #                                           tie.test's does: 1m
 #   shorter.test  126.0.0.0/7 1m         -> the main server's longer /8
 #                                           beats the vhost's /7: 256k
+# And behind mod_remoteip: with RemoteIPHeader and no RemoteIP*Proxy, it
+# believes the header from any peer, so a client with
+# "X-Forwarded-For: 203.0.113.7" gets the rule for 203.0.113.0/24 (the
+# module warns at startup, naming the vhost); where a vhost lists its
+# proxies, the header from 127.0.0.1 is ignored and there is no warning.
 # (The values SndbufTuneNetwork refuses are bad_input.t's.)
 use strict;
 use warnings;
@@ -20,6 +25,7 @@ use lib "$FindBin::Bin/../lib";
 use Apache::Test qw(-withtestmore);
 use SndbufTune::Setup qw(standalone);
 use SndbufTune::Checks;
+use SndbufTune::StallClient ();
 
 my ($k256, $m1) = (256 * 1024, 1024 * 1024);
 # host, expected size, the rule that must decide
@@ -59,7 +65,7 @@ my $first_vhost_line = do {
     $n + 1;
 };
 
-plan tests => scalar @cases;
+plan tests => @cases + 6;
 
 for my $case (@cases) {
     my ($host, $bytes, $net) = @$case;
@@ -78,3 +84,33 @@ for my $case (@cases) {
 }
 
 $srv->stop;
+
+my $rip = standalone(name => 'network_remoteip', modules => ['remoteip'],
+                     body => <<'CONF');
+RemoteIPHeader X-Forwarded-For
+SndbufTuneNetwork 203.0.113.0/24 256k
+<VirtualHost *:@PORT@>
+    ServerName open.test
+</VirtualHost>
+<VirtualHost *:@PORT@>
+    ServerName proxied.test
+    RemoteIPInternalProxy 192.0.2.1
+</VirtualHost>
+CONF
+$rip->start or BAIL_OUT('standalone server: ' . $rip->error);
+for my $case (['open.test', 'fixed', $k256], ['proxied.test', 'none', '-']) {
+    my ($host, $policy, $req) = @$case;
+    my $c = SndbufTune::StallClient->new(port => $rip->port);
+    $c->request('/gen/small.txt', $host, 'X-Forwarded-For: 203.0.113.7');
+    is(join(' ', map { $c->header("X-Sndbuf-$_") // '?' }
+                 qw(Policy Requested)),
+       "$policy $req", "$host, X-Forwarded-For 203.0.113.7: $policy $req");
+    $c->close;
+}
+my @warn = grep { /RemoteIPHeader X-Forwarded-For without/ }
+           split /\n/, $rip->log_text;
+ok(scalar(grep { /\[sndbuf_tune:warn\].*SndbufTuneNetwork: vhost open\.test:/ }
+          @warn), 'startup warning for open.test') or diag(join "\n", @warn);
+ok(!grep({ /proxied\.test/ } @warn), 'none for proxied.test');
+like($warn[0] // '', qr{docs/directives\.md}, 'it names the documentation');
+ok($rip->stop, 'stopped') or diag($rip->error);
