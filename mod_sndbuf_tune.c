@@ -56,21 +56,37 @@ static apr_thread_mutex_t *sbt_shared_mutex;
 /* State                                                            */
 /* ---------------------------------------------------------------- */
 
+/** Bring conn->sock.fd up to date: -1 once the MPM has closed the
+ *  socket.  The event MPM may close it before the last response is
+ *  logged (a write completion that timed out), and under load the
+ *  number then belongs to the next connection accepted. */
+static void sbt_conn_socket(sbt_conn_t *conn)
+{
+    int fd = sbt_sock_fd(conn->csd);
+
+    /* Written only when it changes: HTTP/2 streams read it. */
+    if (fd != conn->sock.fd) {
+        conn->sock.fd = fd;
+    }
+}
+
 sbt_conn_t *sbt_conn_enter(conn_rec *c)
 {
     conn_rec *primary = c->master ? c->master : c;
     sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
                                             &sndbuf_tune_module);
 
-    if (!conn || !c->master) {
-        return conn;
+    if (!conn) {
+        return NULL;
     }
 #if APR_HAS_THREADS
-    if (!sbt_shared_mutex
-        || apr_thread_mutex_lock(sbt_shared_mutex) != APR_SUCCESS) {
+    if (c->master && (!sbt_shared_mutex
+                      || apr_thread_mutex_lock(sbt_shared_mutex)
+                         != APR_SUCCESS)) {
         return NULL;
     }
 #endif
+    sbt_conn_socket(conn);
     return conn;
 }
 
@@ -264,7 +280,7 @@ static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
     if (!rq->shared && conn->last_end.valid) {
         rq->start = conn->last_end;
     }
-    else {
+    else if (conn->sock.fd >= 0) {
         sbt_sock_tcp_info(conn->sock.fd, &rq->start);
     }
     conn->last_end.valid = 0;
@@ -372,7 +388,13 @@ static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
     if (rq->au) {
         sbt_auto_end(rq->au, conn, &ao);
     }
-    if (rq->measured) {
+    if (rq->measured && conn->sock.fd < 0) {
+        /* Closed: the figures of the kernel are gone with the socket. */
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "SndbufTune: the "
+                      "socket was closed before the response was logged; "
+                      "no figures for its end");
+    }
+    else if (rq->measured) {
         if (sbt_sock_tcp_info(conn->sock.fd, &end) == 0 && !rq->shared) {
             conn->last_end = end;
         }
@@ -439,6 +461,7 @@ static int sbt_pre_connection(conn_rec *c, void *csd)
     }
 #endif
     conn = apr_pcalloc(c->pool, sizeof(*conn));
+    conn->csd = csd;
     sbt_sock_init(&conn->sock, sbt_sock_fd(csd));
     ap_set_module_config(c->conn_config, &sndbuf_tune_module, conn);
     return DECLINED;

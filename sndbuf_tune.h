@@ -169,8 +169,13 @@ typedef struct sbt_auto_t sbt_auto_t;
  *  HTTP/2 streams reach it only between sbt_conn_enter and
  *  sbt_conn_leave, under a lock; each part has one writer file. */
 typedef struct {
-    /** sndbuf_socket.c */
+    /** sndbuf_socket.c; sock.fd is re-read from @c csd at each
+     *  sbt_conn_enter (mod_sndbuf_tune.c). */
     sbt_sock_t sock;
+    /** The connection's socket: APR sets its descriptor to -1 when the
+     *  MPM closes it, which the bare number cannot tell (it may already
+     *  be another connection's). */
+    apr_socket_t *csd;
     /** sndbuf_auto.c: the measured rate, carried to the next response
      *  (bytes/s; 0 = nothing measured yet). */
     apr_uint64_t rate_estimate;
