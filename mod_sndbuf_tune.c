@@ -189,6 +189,25 @@ static int sbt_has_response_filter(request_rec *r)
     return 0;
 }
 
+/**
+ * An internal redirect (ErrorDocument, a per-directory RewriteRule,
+ * Action) to where no SndbufTune applies: the response goes out on the
+ * buffer the request it replaces set, so it is served, noted and counted
+ * under that request's policy (FALSE: none had one).
+ */
+static int sbt_redirected_from(request_rec *r, sbt_decision_t *d)
+{
+    const sbt_req_t *prev;
+
+    for (r = r->prev; r; r = r->prev) {
+        if ((prev = sbt_req_get(r)) != NULL) {
+            *d = prev->d;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void sbt_insert_filter(request_rec *r)
 {
     conn_rec *c = r->connection;
@@ -196,12 +215,17 @@ static void sbt_insert_filter(request_rec *r)
     sbt_conn_t *conn;
     sbt_req_t *rq;
     const char *done;
+    int inherited = 0;
 
     /* A subrequest's socket and policy are its main request's. */
     if (r->main) {
         return;
     }
-    if (!sbt_decide(r, &d) || (conn = sbt_conn_enter(c)) == NULL) {
+    if (!sbt_decide(r, &d) && !(inherited = sbt_redirected_from(r, &d))) {
+        d.tune.policy = SBT_POLICY_NONE;
+    }
+    if (d.tune.policy == SBT_POLICY_NONE
+        || (conn = sbt_conn_enter(c)) == NULL) {
         sbt_env(r, SBT_NOTE_POLICY, "none");
         sbt_env(r, SBT_NOTE_REQUESTED, "-");
         sbt_env(r, SBT_NOTE_EFFECTIVE, "-");
@@ -222,9 +246,11 @@ static void sbt_insert_filter(request_rec *r)
     rq->fits = conn->sock.fd < 0 ? 0 : sbt_sock_known_size(&conn->sock);
     sbt_note_decision(r, rq, &conn->sock);
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                  "SndbufTune %s for %s%s by %s: %s; effective %d",
+                  "SndbufTune %s for %s%s by %s%s: %s; effective %d",
                   sbt_policy_names[d.tune.policy], r->server->server_hostname,
-                  rq->shared ? " (HTTP/2 stream)" : "", d.tune.rule, done,
+                  rq->shared ? " (HTTP/2 stream)" : "", d.tune.rule,
+                  inherited ? ", the policy of the request this internal "
+                              "redirect replaces" : "", done,
                   conn->sock.effective);
     sbt_conn_leave(c);
 
