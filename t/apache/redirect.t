@@ -21,7 +21,8 @@
 # 256k <Location> to /gen/big.bin, where nothing applies, is served on
 # the 256k buffer the first request set, so it is noted and logged as
 # that request's policy and rule (not "none"): ErrorDocument 404, a
-# per-directory RewriteRule and Action (mod_actions).
+# per-directory RewriteRule and Action (mod_actions). There too,
+# SNDBUF_TUNE_RULE in the environment carries no configuration path.
 use strict;
 use warnings;
 use FindBin;
@@ -50,7 +51,7 @@ CONF
 $srv->start or BAIL_OUT('standalone server: ' . $srv->error);
 my $port = $srv->port;
 
-plan tests => 6;
+plan tests => 7;
 
 # The access log (the final request's notes) for the response on $c's
 # connection; as effective, what the kernel still shows (the connection
@@ -118,6 +119,7 @@ $srv->stop;
 
 my $none = standalone(name => 'redirect_none',
                       modules => ['rewrite', 'actions'], body => <<'CONF');
+Header always set X-Sndbuf-Rule "%{SNDBUF_TUNE_RULE}e"
 AcceptPathInfo On
 Action sbt-action /gen/big.bin virtual
 <Directory "@DOCROOT@/gen/redir/fixed">
@@ -151,5 +153,18 @@ for my $case (['ErrorDocument 404 to a file no SndbufTune covers',
                           rule => qr{^<Location /gen/redir/fixed/> at \S+:\d+$});
     };
 }
+
+# The environment (what CGI and SSI get, as mod_headers reads it here)
+# names the rule without the configuration file's path; the note (the
+# access log) keeps file:line.
+subtest 'SNDBUF_TUNE_RULE in the environment: no file path' => sub {
+    my $path = '/gen/redir/fixed/big.bin';
+    my $c = download_ok(port => $none->port, host => 'localhost',
+                        path => $path, policy => 'fixed', bytes => $fixed);
+    is($c->header('X-Sndbuf-Rule'), '<Location /gen/redir/fixed/>',
+       'environment: the rule, without file:line');
+    logged_ok($none, $c, $path,
+              rule => qr{^<Location /gen/redir/fixed/> at /\S+:\d+$});
+};
 
 $none->stop;
