@@ -48,7 +48,9 @@ static const char *const sbt_policy_names[] = {
 static ap_filter_rec_t *sbt_response_filter_handle;
 
 #if APR_HAS_THREADS
-/** Serialises the HTTP/2 streams that share a primary connection. */
+/** For the streams of a connection that has no lock of its own (its
+ *  creation failed, or HTTP/2 came where pre_connection and the
+ *  protocol switch did not expect it): correct, but one per process. */
 static apr_thread_mutex_t *sbt_shared_mutex;
 #endif
 
@@ -70,19 +72,40 @@ static void sbt_conn_socket(sbt_conn_t *conn)
     }
 }
 
+#if APR_HAS_THREADS
+/** The lock @a c takes on its primary's state: the connection's own once
+ *  it has one (streams, and the primary's thread, which then has streams
+ *  beside it: an h2c Upgrade request is logged there), else the
+ *  process's for a stream, else none (HTTP/1: one thread at a time). */
+static apr_thread_mutex_t *sbt_conn_mutex(conn_rec *c, sbt_conn_t *conn)
+{
+    if (conn->mutex) {
+        return conn->mutex;
+    }
+    return c->master ? sbt_shared_mutex : NULL;
+}
+#endif
+
 sbt_conn_t *sbt_conn_enter(conn_rec *c)
 {
     conn_rec *primary = c->master ? c->master : c;
     sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
                                             &sndbuf_tune_module);
+#if APR_HAS_THREADS
+    apr_thread_mutex_t *mutex;
+#endif
 
     if (!conn) {
         return NULL;
     }
 #if APR_HAS_THREADS
-    if (c->master && (!sbt_shared_mutex
-                      || apr_thread_mutex_lock(sbt_shared_mutex)
-                         != APR_SUCCESS)) {
+    mutex = sbt_conn_mutex(c, conn);
+    if (mutex) {
+        if (apr_thread_mutex_lock(mutex) != APR_SUCCESS) {
+            return NULL;
+        }
+    }
+    else if (c->master) {
         return NULL;
     }
 #endif
@@ -93,12 +116,62 @@ sbt_conn_t *sbt_conn_enter(conn_rec *c)
 void sbt_conn_leave(conn_rec *c)
 {
 #if APR_HAS_THREADS
-    if (c->master && sbt_shared_mutex) {
-        apr_thread_mutex_unlock(sbt_shared_mutex);
+    conn_rec *primary = c->master ? c->master : c;
+    sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
+                                            &sndbuf_tune_module);
+    apr_thread_mutex_t *mutex = conn ? sbt_conn_mutex(c, conn) : NULL;
+
+    if (mutex) {
+        apr_thread_mutex_unlock(mutex);
     }
 #else
     (void)c;
 #endif
+}
+
+/** Give @a conn its own lock, in the primary connection's thread (its
+ *  pool is not for other threads) and before any stream exists. */
+static void sbt_conn_make_mutex(conn_rec *c, sbt_conn_t *conn)
+{
+#if APR_HAS_THREADS
+    apr_status_t rv;
+
+    if (conn->mutex) {
+        return;
+    }
+    rv = apr_thread_mutex_create(&conn->mutex, APR_THREAD_MUTEX_DEFAULT,
+                                 c->pool);
+    if (rv != APR_SUCCESS) {
+        conn->mutex = NULL;
+        ap_log_cerror(APLOG_MARK, APLOG_DEBUG, rv, c, "SndbufTune: no "
+                      "lock for this connection, its HTTP/2 streams share "
+                      "the process's");
+    }
+#else
+    (void)c; (void)conn;
+#endif
+}
+
+static int sbt_is_h2(const char *protocol)
+{
+    return !strcmp(protocol, "h2") || !strcmp(protocol, "h2c");
+}
+
+/** HTTP/2 by ALPN (to an SNI vhost whose Protocols differ from the
+ *  address's default) or by an h2c Upgrade: the primary's thread, just
+ *  before mod_http2 starts the session.  Never takes the switch. */
+static int sbt_protocol_switch(conn_rec *c, request_rec *r, server_rec *s,
+                               const char *protocol)
+{
+    sbt_conn_t *conn;
+
+    (void)r; (void)s;
+    if (!c->master && sbt_is_h2(protocol)
+        && (conn = ap_get_module_config(c->conn_config,
+                                        &sndbuf_tune_module)) != NULL) {
+        sbt_conn_make_mutex(c, conn);
+    }
+    return DECLINED;
 }
 
 sbt_req_t *sbt_req_get(request_rec *r)
@@ -504,6 +577,12 @@ static int sbt_pre_connection(conn_rec *c, void *csd)
     conn->csd = csd;
     sbt_sock_init(&conn->sock, sbt_sock_fd(csd));
     ap_set_module_config(c->conn_config, &sndbuf_tune_module, conn);
+    /* Prior-knowledge h2c and ALPN h2 to the address's default vhost
+     * pass no protocol switch before their streams start. */
+    if (ap_is_allowed_protocol(c, NULL, c->base_server, "h2")
+        || ap_is_allowed_protocol(c, NULL, c->base_server, "h2c")) {
+        sbt_conn_make_mutex(c, conn);
+    }
     return DECLINED;
 }
 
@@ -578,8 +657,8 @@ static void sbt_child_init(apr_pool_t *pchild, server_rec *s)
                                               pchild);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "cannot create the "
-                     "mutex for HTTP/2 connections; their streams will "
-                     "not be tuned");
+                     "fallback mutex for HTTP/2 connections; the streams "
+                     "of one without its own lock will not be tuned");
         sbt_shared_mutex = NULL;
     }
 #else
@@ -594,12 +673,16 @@ static void sbt_register_hooks(apr_pool_t *p)
      * are open (the MPM's open_logs), before children fork, so they
      * inherit the answers. */
     ap_hook_post_config(sbt_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-    /* The HTTP/2 mutex is per process. */
+    /* The fallback HTTP/2 lock is per process. */
     ap_hook_child_init(sbt_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     /* pre_connection: the per-connection state is made in the primary
      * connection's own thread, before any HTTP/2 stream exists, so that
      * streams (on other threads) never allocate from its pool. */
     ap_hook_pre_connection(sbt_pre_connection, NULL, NULL, APR_HOOK_MIDDLE);
+    /* protocol_switch: a connection that turns to HTTP/2 gets its lock
+     * here, in its own thread, before mod_http2 (MIDDLE) takes the
+     * switch and starts streams. */
+    ap_hook_protocol_switch(sbt_protocol_switch, NULL, NULL, APR_HOOK_FIRST);
     /* insert_filter: the last hook before the handler, after every
      * fixup.  The name-based vhost (Host: or SNI, in r->server) is known
      * since post_read_request, but the per-dir config is final only now:
