@@ -48,7 +48,9 @@ static const char *const sbt_policy_names[] = {
 static ap_filter_rec_t *sbt_response_filter_handle;
 
 #if APR_HAS_THREADS
-/** Serialises the HTTP/2 streams that share a primary connection. */
+/** For the streams of a connection that has no lock of its own (its
+ *  creation failed, or HTTP/2 came where pre_connection and the
+ *  protocol switch did not expect it): correct, but one per process. */
 static apr_thread_mutex_t *sbt_shared_mutex;
 #endif
 
@@ -56,33 +58,120 @@ static apr_thread_mutex_t *sbt_shared_mutex;
 /* State                                                            */
 /* ---------------------------------------------------------------- */
 
+/** Bring conn->sock.fd up to date: -1 once the MPM has closed the
+ *  socket.  The event MPM may close it before the last response is
+ *  logged (a write completion that timed out), and under load the
+ *  number then belongs to the next connection accepted. */
+static void sbt_conn_socket(sbt_conn_t *conn)
+{
+    int fd = sbt_sock_fd(conn->csd);
+
+    /* Written only when it changes: HTTP/2 streams read it. */
+    if (fd != conn->sock.fd) {
+        conn->sock.fd = fd;
+    }
+}
+
+#if APR_HAS_THREADS
+/** The lock @a c takes on its primary's state: the connection's own once
+ *  it has one (streams, and the primary's thread, which then has streams
+ *  beside it: an h2c Upgrade request is logged there), else the
+ *  process's for a stream, else none (HTTP/1: one thread at a time). */
+static apr_thread_mutex_t *sbt_conn_mutex(conn_rec *c, sbt_conn_t *conn)
+{
+    if (conn->mutex) {
+        return conn->mutex;
+    }
+    return c->master ? sbt_shared_mutex : NULL;
+}
+#endif
+
 sbt_conn_t *sbt_conn_enter(conn_rec *c)
 {
     conn_rec *primary = c->master ? c->master : c;
     sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
                                             &sndbuf_tune_module);
+#if APR_HAS_THREADS
+    apr_thread_mutex_t *mutex;
+#endif
 
-    if (!conn || !c->master) {
-        return conn;
+    if (!conn) {
+        return NULL;
     }
 #if APR_HAS_THREADS
-    if (!sbt_shared_mutex
-        || apr_thread_mutex_lock(sbt_shared_mutex) != APR_SUCCESS) {
+    mutex = sbt_conn_mutex(c, conn);
+    if (mutex) {
+        if (apr_thread_mutex_lock(mutex) != APR_SUCCESS) {
+            return NULL;
+        }
+    }
+    else if (c->master) {
         return NULL;
     }
 #endif
+    sbt_conn_socket(conn);
     return conn;
 }
 
 void sbt_conn_leave(conn_rec *c)
 {
 #if APR_HAS_THREADS
-    if (c->master && sbt_shared_mutex) {
-        apr_thread_mutex_unlock(sbt_shared_mutex);
+    conn_rec *primary = c->master ? c->master : c;
+    sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
+                                            &sndbuf_tune_module);
+    apr_thread_mutex_t *mutex = conn ? sbt_conn_mutex(c, conn) : NULL;
+
+    if (mutex) {
+        apr_thread_mutex_unlock(mutex);
     }
 #else
     (void)c;
 #endif
+}
+
+/** Give @a conn its own lock, in the primary connection's thread (its
+ *  pool is not for other threads) and before any stream exists. */
+static void sbt_conn_make_mutex(conn_rec *c, sbt_conn_t *conn)
+{
+#if APR_HAS_THREADS
+    apr_status_t rv;
+
+    if (conn->mutex) {
+        return;
+    }
+    rv = apr_thread_mutex_create(&conn->mutex, APR_THREAD_MUTEX_DEFAULT,
+                                 c->pool);
+    if (rv != APR_SUCCESS) {
+        conn->mutex = NULL;
+        ap_log_cerror(APLOG_MARK, APLOG_DEBUG, rv, c, "SndbufTune: no "
+                      "lock for this connection, its HTTP/2 streams share "
+                      "the process's");
+    }
+#else
+    (void)c; (void)conn;
+#endif
+}
+
+static int sbt_is_h2(const char *protocol)
+{
+    return !strcmp(protocol, "h2") || !strcmp(protocol, "h2c");
+}
+
+/** HTTP/2 by ALPN (to an SNI vhost whose Protocols differ from the
+ *  address's default) or by an h2c Upgrade: the primary's thread, just
+ *  before mod_http2 starts the session.  Never takes the switch. */
+static int sbt_protocol_switch(conn_rec *c, request_rec *r, server_rec *s,
+                               const char *protocol)
+{
+    sbt_conn_t *conn;
+
+    (void)r; (void)s;
+    if (!c->master && sbt_is_h2(protocol)
+        && (conn = ap_get_module_config(c->conn_config,
+                                        &sndbuf_tune_module)) != NULL) {
+        sbt_conn_make_mutex(c, conn);
+    }
+    return DECLINED;
 }
 
 sbt_req_t *sbt_req_get(request_rec *r)
@@ -99,6 +188,20 @@ sbt_req_t *sbt_req_get(request_rec *r)
 static void sbt_env(request_rec *r, const char *key, const char *val)
 {
     apr_table_addn(r->subprocess_env, key, val);
+}
+
+/** @a rule without its " at file:line": the environment reaches CGI
+ *  and SSI, which have no business knowing the configuration's paths.
+ *  The notes (the access log) keep all of it.  File names are absolute
+ *  (ap_server_root_relative), so the last " at /" starts the place. */
+static const char *sbt_rule_env(request_rec *r, const char *rule)
+{
+    const char *at = NULL, *p = rule;
+
+    while ((p = strstr(p, " at /")) != NULL) {
+        at = p++;
+    }
+    return at ? apr_pstrmemdup(r->pool, rule, at - rule) : rule;
 }
 
 static void sbt_note(request_rec *r, const char *key, const char *val)
@@ -154,7 +257,7 @@ static void sbt_note_decision(request_rec *r, const sbt_req_t *rq,
     const char *policy = sbt_policy_names[rq->d.tune.policy];
 
     sbt_env(r, SBT_NOTE_POLICY, policy);
-    sbt_env(r, SBT_NOTE_RULE, rq->d.tune.rule);
+    sbt_env(r, SBT_NOTE_RULE, sbt_rule_env(r, rq->d.tune.rule));
     sbt_env(r, SBT_NOTE_REQUESTED, sbt_num(r, locked ? locked : -1));
     sbt_env(r, SBT_NOTE_EFFECTIVE, sbt_num(r, sock->effective));
     sbt_note(r, SBT_NOTE_POLICY, policy);
@@ -173,6 +276,25 @@ static int sbt_has_response_filter(request_rec *r)
     return 0;
 }
 
+/**
+ * An internal redirect (ErrorDocument, a per-directory RewriteRule,
+ * Action) to where no SndbufTune applies: the response goes out on the
+ * buffer the request it replaces set, so it is served, noted and counted
+ * under that request's policy (FALSE: none had one).
+ */
+static int sbt_redirected_from(request_rec *r, sbt_decision_t *d)
+{
+    const sbt_req_t *prev;
+
+    for (r = r->prev; r; r = r->prev) {
+        if ((prev = sbt_req_get(r)) != NULL) {
+            *d = prev->d;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void sbt_insert_filter(request_rec *r)
 {
     conn_rec *c = r->connection;
@@ -180,12 +302,17 @@ static void sbt_insert_filter(request_rec *r)
     sbt_conn_t *conn;
     sbt_req_t *rq;
     const char *done;
+    int inherited = 0;
 
     /* A subrequest's socket and policy are its main request's. */
     if (r->main) {
         return;
     }
-    if (!sbt_decide(r, &d) || (conn = sbt_conn_enter(c)) == NULL) {
+    if (!sbt_decide(r, &d) && !(inherited = sbt_redirected_from(r, &d))) {
+        d.tune.policy = SBT_POLICY_NONE;
+    }
+    if (d.tune.policy == SBT_POLICY_NONE
+        || (conn = sbt_conn_enter(c)) == NULL) {
         sbt_env(r, SBT_NOTE_POLICY, "none");
         sbt_env(r, SBT_NOTE_REQUESTED, "-");
         sbt_env(r, SBT_NOTE_EFFECTIVE, "-");
@@ -206,9 +333,11 @@ static void sbt_insert_filter(request_rec *r)
     rq->fits = conn->sock.fd < 0 ? 0 : sbt_sock_known_size(&conn->sock);
     sbt_note_decision(r, rq, &conn->sock);
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                  "SndbufTune %s for %s%s by %s: %s; effective %d",
+                  "SndbufTune %s for %s%s by %s%s: %s; effective %d",
                   sbt_policy_names[d.tune.policy], r->server->server_hostname,
-                  rq->shared ? " (HTTP/2 stream)" : "", d.tune.rule, done,
+                  rq->shared ? " (HTTP/2 stream)" : "", d.tune.rule,
+                  inherited ? ", the policy of the request this internal "
+                              "redirect replaces" : "", done,
                   conn->sock.effective);
     sbt_conn_leave(c);
 
@@ -264,7 +393,7 @@ static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
     if (!rq->shared && conn->last_end.valid) {
         rq->start = conn->last_end;
     }
-    else {
+    else if (conn->sock.fd >= 0) {
         sbt_sock_tcp_info(conn->sock.fd, &rq->start);
     }
     conn->last_end.valid = 0;
@@ -372,7 +501,13 @@ static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
     if (rq->au) {
         sbt_auto_end(rq->au, conn, &ao);
     }
-    if (rq->measured) {
+    if (rq->measured && conn->sock.fd < 0) {
+        /* Closed: the figures of the kernel are gone with the socket. */
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "SndbufTune: the "
+                      "socket was closed before the response was logged; "
+                      "no figures for its end");
+    }
+    else if (rq->measured) {
         if (sbt_sock_tcp_info(conn->sock.fd, &end) == 0 && !rq->shared) {
             conn->last_end = end;
         }
@@ -439,8 +574,15 @@ static int sbt_pre_connection(conn_rec *c, void *csd)
     }
 #endif
     conn = apr_pcalloc(c->pool, sizeof(*conn));
+    conn->csd = csd;
     sbt_sock_init(&conn->sock, sbt_sock_fd(csd));
     ap_set_module_config(c->conn_config, &sndbuf_tune_module, conn);
+    /* Prior-knowledge h2c and ALPN h2 to the address's default vhost
+     * pass no protocol switch before their streams start. */
+    if (ap_is_allowed_protocol(c, NULL, c->base_server, "h2")
+        || ap_is_allowed_protocol(c, NULL, c->base_server, "h2c")) {
+        sbt_conn_make_mutex(c, conn);
+    }
     return DECLINED;
 }
 
@@ -515,8 +657,8 @@ static void sbt_child_init(apr_pool_t *pchild, server_rec *s)
                                               pchild);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "cannot create the "
-                     "mutex for HTTP/2 connections; their streams will "
-                     "not be tuned");
+                     "fallback mutex for HTTP/2 connections; the streams "
+                     "of one without its own lock will not be tuned");
         sbt_shared_mutex = NULL;
     }
 #else
@@ -531,12 +673,16 @@ static void sbt_register_hooks(apr_pool_t *p)
      * are open (the MPM's open_logs), before children fork, so they
      * inherit the answers. */
     ap_hook_post_config(sbt_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-    /* The HTTP/2 mutex is per process. */
+    /* The fallback HTTP/2 lock is per process. */
     ap_hook_child_init(sbt_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     /* pre_connection: the per-connection state is made in the primary
      * connection's own thread, before any HTTP/2 stream exists, so that
      * streams (on other threads) never allocate from its pool. */
     ap_hook_pre_connection(sbt_pre_connection, NULL, NULL, APR_HOOK_MIDDLE);
+    /* protocol_switch: a connection that turns to HTTP/2 gets its lock
+     * here, in its own thread, before mod_http2 (MIDDLE) takes the
+     * switch and starts streams. */
+    ap_hook_protocol_switch(sbt_protocol_switch, NULL, NULL, APR_HOOK_FIRST);
     /* insert_filter: the last hook before the handler, after every
      * fixup.  The name-based vhost (Host: or SNI, in r->server) is known
      * since post_read_request, but the per-dir config is final only now:

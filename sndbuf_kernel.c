@@ -98,11 +98,17 @@ int sbt_sock_get_sndbuf(int fd, int *bytes)
 {
     socklen_t len = sizeof(*bytes);
 
+    if (fd < 0) {
+        return EBADF;
+    }
     return getsockopt(fd, SOL_SOCKET, SO_SNDBUF, bytes, &len) ? errno : 0;
 }
 
 int sbt_sock_set_sndbuf(int fd, int bytes)
 {
+    if (fd < 0) {
+        return EBADF;
+    }
     return setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes))
            ? errno : 0;
 }
@@ -113,6 +119,9 @@ int sbt_sock_sndbuf_locked(int fd, int *locked)
     int locks = 0;
     socklen_t len = sizeof(locks);
 
+    if (fd < 0) {
+        return EBADF;
+    }
     if (getsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &locks, &len)) {
         return errno;
     }
@@ -130,6 +139,9 @@ int sbt_sock_release_sndbuf(int fd, int initial, int restore_to)
     int locks = 0, rv;
     socklen_t len = sizeof(locks);
 
+    if (fd < 0) {
+        return EBADF;
+    }
     if (getsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &locks, &len)) {
         return errno;
     }
@@ -180,6 +192,10 @@ int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
 
     memset(out, 0, sizeof(*out));
     memset(&ti, 0, sizeof(ti));
+    /* -1: the socket is closed (sbt_sock_fd); the number is not ours. */
+    if (fd < 0) {
+        return EBADF;
+    }
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len)) {
         return errno;
     }

@@ -50,6 +50,9 @@ typedef struct {
 #define SBT_TI_DELIVERY    0x08
 #define SBT_TI_CHRONO      0x10  /**< sndbuf_limited time */
 
+/* Every socket call below answers EBADF, without a system call, for
+ * the fd -1 of a closed socket. */
+
 /** Fill sbt_kernel from /proc and a probe socket; unknowns stay 0. */
 void sbt_kernel_probe(void);
 

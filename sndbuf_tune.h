@@ -27,6 +27,7 @@
 #include "http_config.h"
 #include "util_filter.h"
 #include "apr_network_io.h"
+#include "apr_thread_mutex.h"
 
 #include "sndbuf_kernel.h"
 #include "sndbuf_parse.h"
@@ -183,11 +184,24 @@ void sbt_sock_tally(conn_rec *c, const sbt_sock_did_t *did, sbt_tally_t *t);
 typedef struct sbt_auto_t sbt_auto_t;
 
 /** Per primary connection, made in its own thread at pre_connection.
- *  HTTP/2 streams reach it only between sbt_conn_enter and
- *  sbt_conn_leave, under a lock; each part has one writer file. */
+ *  HTTP/2 streams, and the primary's thread once the connection speaks
+ *  HTTP/2, reach it only between sbt_conn_enter and sbt_conn_leave,
+ *  under the connection's lock; each part has one writer file. */
 typedef struct {
-    /** sndbuf_socket.c */
+    /** sndbuf_socket.c; sock.fd is re-read from @c csd at each
+     *  sbt_conn_enter (mod_sndbuf_tune.c). */
     sbt_sock_t sock;
+    /** The connection's socket: APR sets its descriptor to -1 when the
+     *  MPM closes it, which the bare number cannot tell (it may already
+     *  be another connection's). */
+    apr_socket_t *csd;
+#if APR_HAS_THREADS
+    /** mod_sndbuf_tune.c: serialises this connection's HTTP/2 streams
+     *  and its own thread once it speaks HTTP/2; NULL on a connection
+     *  that cannot (its streams would fall back to one lock per
+     *  process). */
+    apr_thread_mutex_t *mutex;
+#endif
     /** sndbuf_auto.c: the measured rate, carried to the next response
      *  (bytes/s; 0 = nothing measured yet). */
     apr_uint64_t rate_estimate;

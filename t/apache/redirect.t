@@ -16,6 +16,13 @@
 # effective size the kernel has. An auto final request must be auto in
 # the kernel: locked at twice what it logged as requested, not at the
 # first request's fixed size.
+#
+# A second instance has no server-wide SndbufTune: a redirect from the
+# 256k <Location> to /gen/big.bin, where nothing applies, is served on
+# the 256k buffer the first request set, so it is noted and logged as
+# that request's policy and rule (not "none"): ErrorDocument 404, a
+# per-directory RewriteRule and Action (mod_actions). There too,
+# SNDBUF_TUNE_RULE in the environment carries no configuration path.
 use strict;
 use warnings;
 use FindBin;
@@ -44,7 +51,7 @@ CONF
 $srv->start or BAIL_OUT('standalone server: ' . $srv->error);
 my $port = $srv->port;
 
-plan tests => 3;
+plan tests => 7;
 
 # The access log (the final request's notes) for the response on $c's
 # connection; as effective, what the kernel still shows (the connection
@@ -109,3 +116,55 @@ subtest 'ErrorDocument in the auto directory, from a fixed 404' => sub {
 };
 
 $srv->stop;
+
+my $none = standalone(name => 'redirect_none',
+                      modules => ['rewrite', 'actions'], body => <<'CONF');
+Header always set X-Sndbuf-Rule "%{SNDBUF_TUNE_RULE}e"
+AcceptPathInfo On
+Action sbt-action /gen/big.bin virtual
+<Directory "@DOCROOT@/gen/redir/fixed">
+    RewriteEngine on
+    RewriteRule ^tonone/(.*)$ /gen/$1 [PT]
+</Directory>
+<Location /gen/redir/fixed/>
+    SndbufTune 256k
+    ErrorDocument 404 /gen/big.bin
+</Location>
+<Location /gen/redir/fixed/action/>
+    SetHandler sbt-action
+</Location>
+CONF
+$none->start or BAIL_OUT('standalone server: ' . $none->error);
+
+for my $case (['ErrorDocument 404 to a file no SndbufTune covers',
+               '/gen/redir/fixed/missing', 404],
+              ['per-directory RewriteRule to a file no SndbufTune covers',
+               '/gen/redir/fixed/tonone/big.bin', 200],
+              ['Action to a file no SndbufTune covers',
+               '/gen/redir/fixed/action/x', 200]) {
+    my ($name, $path, $status) = @$case;
+    subtest $name => sub {
+        my $c = download_ok(port => $none->port, host => 'localhost',
+                            path => $path, status => $status,
+                            policy => 'fixed', bytes => $fixed);
+        logged_ok($none, $c, $path, policy => 'fixed',
+                          requested => $fixed,
+                          effective => expected_fixed_tb($fixed),
+                          rule => qr{^<Location /gen/redir/fixed/> at \S+:\d+$});
+    };
+}
+
+# The environment (what CGI and SSI get, as mod_headers reads it here)
+# names the rule without the configuration file's path; the note (the
+# access log) keeps file:line.
+subtest 'SNDBUF_TUNE_RULE in the environment: no file path' => sub {
+    my $path = '/gen/redir/fixed/big.bin';
+    my $c = download_ok(port => $none->port, host => 'localhost',
+                        path => $path, policy => 'fixed', bytes => $fixed);
+    is($c->header('X-Sndbuf-Rule'), '<Location /gen/redir/fixed/>',
+       'environment: the rule, without file:line');
+    logged_ok($none, $c, $path,
+              rule => qr{^<Location /gen/redir/fixed/> at /\S+:\d+$});
+};
+
+$none->stop;
