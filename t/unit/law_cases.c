@@ -445,7 +445,7 @@ static void test_yield(void)
     l.settling = 0;
     for (i = 1; i <= 20 && !released; i++) {
         s = look_at(100 * i, 100, 1000000, cur, 0);
-        s.srtt_us = (150 + 5 * i) * MS; /* the queue grows */
+        s.srtt_us = (150 + i) * MS;     /* the queue stays */
         sbt_law_look(&l, &lim, &s, &out);
         if (out.act == SBT_LAW_SET) {
             cur = out.size;
@@ -591,10 +591,10 @@ static void test_edges(void)
        "(QUEUE_MIN 2000)");
     ok(!queued_at(200, 2200), "edge: 2000 us is not");
 
-    ok(yields(400000, 80 * MS, 90 * MS), "edge: halved (YIELD 2) with the "
-       "queue 1/8 up (YIELD_GROW 3): yields");
-    ok(!yields(400000, 80 * MS, 90 * MS - 1), "edge: 1 us less growth: no");
-    ok(!yields(400001, 80 * MS, 90 * MS), "edge: not quite halved: no");
+    ok(yields(400000, 80 * MS, 80 * MS), "edge: halved (YIELD 2) with the "
+       "queue as long as when the episode began: yields");
+    ok(!yields(400000, 80 * MS, 80 * MS - 1), "edge: 1 us shorter: no");
+    ok(!yields(400001, 80 * MS, 80 * MS), "edge: not quite halved: no");
 
     /* RAMP_SHIFT 2: growth over a quarter is growth. */
     s = look_at(0, 100, 0, 0, 16384);
