@@ -6,7 +6,9 @@ package SndbufTune::Kernel;
 #   sockinspect   SO_SNDBUF, SO_BUF_LOCK, TCP_INFO, read from the httpd
 #                 child's own socket via pidfd_getfd (root only;
 #                 t/helpers/sockinspect, built by t/run)
-# and the sysctls that decide what a size becomes.
+# and the sysctls that decide what a size becomes; sockstat_tcp_mem,
+# tcp_mem and tcp_memory_pressures: what TCP holds in all, its limits,
+# and whether it went over them.
 use strict;
 use warnings;
 
@@ -16,6 +18,7 @@ use SndbufTune::Util qw(capture top_dir);
 our @EXPORT_OK = qw(
     wmem_max tcp_wmem expected_fixed_tb parse_ss ss_sockets ss_view
     sockinspect have_sockinspect lock_supported server_view view_str
+    sockstat_tcp_mem tcp_mem tcp_memory_pressures
 );
 
 sub _read_sysctl {
@@ -31,6 +34,38 @@ sub wmem_max { (_read_sysctl('/proc/sys/net/core/wmem_max'))[0] }
 
 # (min, default, max)
 sub tcp_wmem { _read_sysctl('/proc/sys/net/ipv4/tcp_wmem') }
+
+# (low, pressure, high), pages: TCP's memory limits, for all sockets.
+sub tcp_mem { _read_sysctl('/proc/sys/net/ipv4/tcp_mem') }
+
+# The pages every TCP socket holds (/proc/net/sockstat "TCP: ... mem";
+# system-wide, not per network namespace).
+sub sockstat_tcp_mem {
+    open my $fh, '<', '/proc/net/sockstat' or die "/proc/net/sockstat: $!";
+    while (my $line = <$fh>) {
+        return $1 if $line =~ /^TCP:.*\bmem (\d+)/;
+    }
+    die "/proc/net/sockstat: no TCP mem";
+}
+
+# How often TCP entered memory pressure (over tcp_mem[1]), in this
+# network namespace (/proc/net/netstat TcpExt TCPMemoryPressures).
+sub tcp_memory_pressures {
+    open my $fh, '<', '/proc/net/netstat' or die "/proc/net/netstat: $!";
+    my @names;
+    while (my $line = <$fh>) {
+        my ($tag, @f) = split ' ', $line;
+        next unless $tag eq 'TcpExt:';
+        if (!@names) {
+            @names = @f;
+            next;
+        }
+        my %v;
+        @v{@names} = @f;
+        return $v{TCPMemoryPressures};
+    }
+    die "/proc/net/netstat: no TcpExt TCPMemoryPressures";
+}
 
 # What the kernel stores for setsockopt(SO_SNDBUF, size): it doubles the
 # value after capping it at net.core.wmem_max (and has a floor of
