@@ -1,0 +1,195 @@
+package SndbufBench::Stock;
+# make bench, part "stock" (issue 20): one download at a time, auto and
+# autobw against autotuning (`unset`), side by side in each cell, on the
+# machines and links users have:
+#   profiles:   stock (cubic, net.core.wmem_max 212992), cubic (this lab's
+#               wmem_max), bbr (this lab)
+#   paths:      seed (30 Mbit/s, 250 ms), putty (10, 180), wan100 (100, 50),
+#               longfat (200, 250); queue one BDP
+#   conditions: alone, beside a cubic or a bbr bulk flow that Apache does
+#               not serve (started 5 s before), 0.1% and 1% random loss,
+#               rate steps (30 <-> 10 Mbit/s every 10 s, where the lab has
+#               them)
+# Each download runs SECS seconds (curl --max-time) and is measured from
+# the server socket (ss): goodput over [WARM, SECS] from bytes_acked, the
+# median srtt, the share of segments retransmitted, the peak tb. The
+# configurations take turns in each cell, in a rotating order.
+#
+# The stock profile changes global sysctls (WanLab::profile puts them
+# back), so this part runs alone.
+#
+#   run(\%ctx) -> { section => markdown, targets => [[what, wanted,
+#   measured, ok]] } (bench/run's contract); ctx: quick => 1 (shorter
+#   downloads), say => a log function, opt => { cells => 'a,b' } (the
+#   profile, path and condition names to keep: bench/run --cells)
+use strict;
+use warnings;
+
+use SndbufTune::Util qw(top_dir capture);
+use SndbufTune::WanLab qw(median goodput_limit_bps);
+
+# Does this lab's emulator offer rate steps (t/wan/wanlab's usage)?
+sub _has_rate_steps {
+    my (undef, $usage) = capture(top_dir() . '/t/wan/wanlab');
+    return $usage =~ /rate-steps/;
+}
+
+my @PROFILES = (
+    { name => 'stock', cc => 'cubic', wmem_max => 212992 },
+    { name => 'cubic', cc => 'cubic', wmem_max => undef },
+    { name => 'bbr',   cc => 'bbr',   wmem_max => undef },
+);
+my @PATHS = (
+    { name => 'seed',    rtt => 250, rate => 30 },
+    { name => 'putty',   rtt => 180, rate => 10 },
+    { name => 'wan100',  rtt => 50,  rate => 100 },
+    { name => 'longfat', rtt => 250, rate => 200 },
+);
+my @CONDITIONS = (
+    { name => 'alone' },
+    { name => 'cubic flow', bulk => 'cubic' },
+    { name => 'bbr flow',   bulk => 'bbr' },
+    { name => 'loss 0.1%',  loss => 0.1 },
+    { name => 'loss 1%',    loss => 1 },
+    { name => 'rate steps', steps => 1 },
+);
+my @CONFIGS = (
+    [unset  => "SndbufTune unset\n"],
+    [auto   => "SndbufTune auto\n"],
+    [autobw => "SndbufTune auto\nSndbufTuneBandwidth %dmbit\n"],
+);
+
+sub _measure {
+    my ($lab, $srv, $path, $secs, $warm) = @_;
+    my $d = $lab->download(url => $srv->url($path), max_time => $secs,
+                           interval => 0.25);
+    my @s = grep { defined $_->[1]{bytes_acked} } @{ $d->{ss} };
+    my @w = grep { $_->[0] >= $warm } @s;
+    return {} unless @w > 2;
+    my ($s0, $s1) = map { $_->[1] } @w[0, -1];
+    my $dt = $w[-1][0] - $w[0][0];
+    my $segs = ($s1->{data_segs_out} // 0) - ($s0->{data_segs_out} // 0);
+    my ($tb) = sort { $b <=> $a } map { $_->[1]{tb} // 0 } @s;
+    return {
+        bps     => $dt > 0 ? 8 * ($s1->{bytes_acked} - $s0->{bytes_acked})
+                             / $dt : undef,
+        srtt_ms => median(map { ($_->[1]{rtt_us} // 0) / 1000 } @w),
+        retrans => $segs > 0 ? (($s1->{retrans} // 0)
+                                - ($s0->{retrans} // 0)) / $segs : undef,
+        tb      => $tb,
+    };
+}
+
+sub _cell {
+    my ($ctx, $profile, $p, $cond, $secs, $warm) = @_;
+    my %up = (rtt_ms => $p->{rtt}, rate_mbit => $p->{rate},
+              instance => 'sbtst');
+    $up{loss} = $cond->{loss} if $cond->{loss};
+    if ($cond->{steps}) {
+        return undef unless _has_rate_steps();
+        $up{rate_steps} = "$p->{rate}," . int($p->{rate} / 3) . ':10';
+    }
+    my $lab = SndbufTune::WanLab->up(%up);
+    my $guard = $lab->profile(cc => $profile->{cc},
+                              wmem_max => $profile->{wmem_max});
+    my $body = join '', map {
+        "<Location /$_->[0]/>\n" . sprintf($_->[1], $p->{rate})
+        . "</Location>\n" } @CONFIGS;
+    my $srv = $lab->server(name => 'stock', body => $body);
+    my $f = $srv->add_file('/big.bin', '');
+    truncate $f, 4 << 30 or die "truncate $f: $!";
+    $srv->add_link("/$_->[0]/big.bin", '/big.bin') for @CONFIGS;
+    $srv->start or die $srv->error;
+    my %r;
+    my @order = map { $_->[0] } @CONFIGS;
+    push @order, shift @order for 1 .. ($ctx->{turn}++ % @order);
+    for my $name (@order) {
+        my $bulk = $cond->{bulk}
+            ? $lab->bulk_start(cc => $cond->{bulk}, seconds => $secs + 10)
+            : undef;
+        sleep 5 if $bulk;
+        $r{$name} = _measure($lab, $srv, "/$name/big.bin", $secs, $warm);
+        $lab->bulk_stop($bulk) if $bulk;
+        sleep 1;
+    }
+    $srv->stop;
+    undef $guard;
+    $lab->down;
+    return \%r;
+}
+
+sub _fmt { defined $_[0] ? sprintf('%.3f', $_[0]) : 'n/a' }
+
+sub _keep {
+    my ($ctx, @names) = @_;
+    my $cells = $ctx->{cells} // ($ctx->{opt} || {})->{cells};
+    return 1 unless $cells;
+    my %k = map { $_ => 1 } split /,/, $cells;
+    return !grep { !$k{$_} } @names;
+}
+
+sub run {
+    my ($ctx) = @_;
+    my $secs = $ctx->{quick} ? 15 : 30;
+    my $warm = $ctx->{quick} ? 6 : 10;
+    my $log = $ctx->{say} // sub { print "@_\n" };
+    my (@section, @targets);
+    push @section, "## One download on the machines users have (issue 20)\n",
+        "Each cell: one download of ${secs} s per configuration, taking "
+        . "turns; goodput over ${warm}-${secs} s from the server socket; "
+        . "`x` = goodput / autotuning's (`unset`) in the same cell; srtt "
+        . "median over the window; rtx = segments retransmitted / sent; "
+        . "`tb` = the socket's peak send buffer.\n";
+    for my $profile (@PROFILES) {
+        push @section, "\n### Profile `$profile->{name}` (cc $profile->{cc}"
+            . ($profile->{wmem_max} ? ", wmem_max $profile->{wmem_max}" : '')
+            . ")\n\n| path | condition | unset Mbit/s | auto x | autobw x "
+            . "| srtt ms unset/auto/autobw | rtx % unset/auto/autobw "
+            . "| peak tb KiB unset/auto/autobw |\n|---|---|---|---|---|---|---|---|\n";
+        for my $p (@PATHS) {
+            for my $cond (@CONDITIONS) {
+                next unless _keep($ctx, $profile->{name}, $p->{name},
+                                  $cond->{name});
+                $log->("stock: $profile->{name} $p->{name} $cond->{name}");
+                my $r = _cell($ctx, $profile, $p, $cond, $secs, $warm)
+                    or next;
+                my $u = $r->{unset}{bps};
+                my %x = map { $_ => ($u && defined $r->{$_}{bps}
+                                     ? $r->{$_}{bps} / $u : undef) }
+                        qw(auto autobw);
+                my $f = sub { my ($fmt, $k, $m) = @_;
+                    join ' / ', map { defined $r->{$_}{$k}
+                        ? sprintf($fmt, $r->{$_}{$k} * ($m // 1)) : 'n/a' }
+                        qw(unset auto autobw) };
+                push @section, sprintf "| %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                    $p->{name}, $cond->{name},
+                    defined $u ? sprintf('%.2f', $u / 1e6) : 'n/a',
+                    map({ defined $x{$_} ? sprintf('%.2f', $x{$_}) : 'n/a' }
+                        qw(auto autobw)),
+                    $f->('%.0f', 'srtt_ms'), $f->('%.2f', 'retrans', 100),
+                    $f->('%.0f', 'tb', 1 / 1024);
+                my $want = $p->{name} eq 'longfat' && $cond->{name} eq 'alone'
+                           && $profile->{name} ne 'stock' ? 1.3
+                         : $cond->{bulk} ? 0.95 : 0.97;
+                for my $c (qw(auto autobw)) {
+                    push @targets, ["$profile->{name} $p->{name} "
+                        . "$cond->{name}: $c / unset", ">= $want",
+                        _fmt($x{$c}), defined $x{$c} ? 0 + ($x{$c} >= $want)
+                                                     : undef];
+                }
+                if ($p->{name} eq 'seed' && $cond->{name} eq 'alone') {
+                    my $lim = goodput_limit_bps(30e6, 1500);
+                    for my $c (qw(auto autobw)) {
+                        my $g = $r->{$c}{bps};
+                        push @targets, ["$profile->{name} seed alone: $c "
+                            . 'of the limit', '>= 0.90', _fmt($g && $g / $lim),
+                            $g ? 0 + ($g / $lim >= 0.90) : undef];
+                    }
+                }
+            }
+        }
+    }
+    return { section => join('', @section), targets => \@targets };
+}
+
+1;
