@@ -26,7 +26,7 @@ use lib "$FindBin::Bin/../lib";
 use File::Temp ();
 use Test::More;
 use SndbufTune::Kernel ();
-use SndbufTune::Util qw(sha256_file);
+use SndbufTune::Util qw(sha256_file parse_auto);
 use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes);
 
 plan_lab_or_skip();
@@ -57,7 +57,9 @@ sub server_status {
     my $r = $lab->curl(url => $srv->url('/server-status?auto'),
                        out => $status_file->filename, max_time => 30);
     open my $fh, '<', $status_file->filename or return {};
-    return { map { /^(\w+): (.*)$/ ? ($1 => $2) : () } <$fh> };
+    local $/;
+    my ($kv) = parse_auto(scalar <$fh>);
+    return $kv;
 }
 
 my @out = map { File::Temp->new(TEMPLATE => '/tmp/sbt-wc-XXXXXX') }
