@@ -1,7 +1,7 @@
 # apache2 -k restart under the event MPM with slow HTTP/1.1 auto downloads
 # in flight, ten times: every child must exit at the first SIGTERM, as
 # stock httpd's do (no AH00045 "still did not exit"). See
-# SndbufTune::Restarts::run_auto_inflight.
+# SndbufTune::Restarts (auto_inflight_*).
 use strict;
 use warnings;
 use FindBin;
