@@ -6,10 +6,12 @@
 # about 30 s: long enough for several status polls on a busy machine),
 # from a server with 16 worker threads (MaxRequestWorkers 16): while every
 # download is still running, mod_status (polled through the path) shows
-#   - BusyWorkers at most 2 (the worker answering the poll, plus one), as
-#     without the module: no worker waits for a socket;
-#   - ConnsAsyncWriting at least 90% of the downloads still running;
-#   (each in all but a tenth of the polls: a starved CPU makes outliers)
+#   - BusyWorkers below MaxRequestWorkers (16) in every poll: a module
+#     that keeps a worker per download holds all 16 (24 downloads) in
+#     every poll; and at most 2 (the worker answering the poll, plus one)
+#     in the median poll, as without the module;
+#   - ConnsAsyncWriting above 0 in every poll, at least 90% of the
+#     downloads still running in the median poll.
 # and afterwards
 #   - every download is intact (SHA-256);
 #   - at least 90% of them logged SNDBUF_TUNE_RETUNES > 0, and ss saw the
@@ -26,11 +28,11 @@ use lib "$FindBin::Bin/../lib";
 use File::Temp ();
 use Test::More;
 use SndbufTune::Kernel ();
-use SndbufTune::Util qw(sha256_file);
-use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes);
+use SndbufTune::Util qw(sha256_file parse_auto);
+use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes median);
 
 plan_lab_or_skip();
-plan tests => 8;
+plan tests => 10;
 
 use constant DOWNLOADS => 24;
 use constant SIZE => 8 << 20;
@@ -57,7 +59,9 @@ sub server_status {
     my $r = $lab->curl(url => $srv->url('/server-status?auto'),
                        out => $status_file->filename, max_time => 30);
     open my $fh, '<', $status_file->filename or return {};
-    return { map { /^(\w+): (.*)$/ ? ($1 => $2) : () } <$fh> };
+    local $/;
+    my ($kv) = parse_auto(scalar <$fh>);
+    return $kv;
 }
 
 my @out = map { File::Temp->new(TEMPLATE => '/tmp/sbt-wc-XXXXXX') }
@@ -92,16 +96,26 @@ shift @polls while @polls > 1 && ($polls[0]{writing} // 0) == 0;
 diag(join ' ', map { "busy=$_->{busy} writing=$_->{writing}" } @polls);
 cmp_ok(scalar @polls, '>=', 2, 'mod_status polled at least twice while '
        . 'every download ran');
-# On a starved CPU the listener can hand several writable sockets to
-# workers at once, module or not (one poll of 30 saw 8 busy under three
-# CPU hogs): a tenth of the polls may be off, a flushing module is off in
-# all of them.
-my $busy = grep { ($_->{busy} // 99) > 2 } @polls;
-cmp_ok($busy, '<=', 0.1 * @polls, "BusyWorkers at most 2 in all but a "
-       . "tenth of the polls ($busy of ${\ scalar @polls} above)");
-my $sync = grep { ($_->{writing} // 0) < 0.9 * $_->{running} } @polls;
-cmp_ok($sync, '<=', 0.1 * @polls, 'ConnsAsyncWriting at least 90% of the '
-       . "running downloads in all but a tenth of the polls ($sync below)");
+# What the module controls is whether its handler returns with the
+# response queued (the connection then waits in write completion) or
+# keeps a worker until the last byte: that shows in every poll, as all 16
+# workers busy and no connection in write completion. A single poll's
+# figures beyond that are the MPM's: the listener hands writable sockets
+# to workers for a moment, several at once on a starved CPU, module or
+# not (one poll of 30 saw 8 busy under three CPU hogs), and mod_status's
+# connection counts are those of the last queue maintenance. So every
+# poll is held to the bounds the module controls, the median poll to
+# the tight ones.
+my @busy = map { $_->{busy} // 99 } @polls;
+my ($busy_max) = sort { $b <=> $a } @busy;
+cmp_ok($busy_max // 99, '<', 16, 'BusyWorkers below MaxRequestWorkers (16) '
+       . 'in every poll: no worker kept per download');
+cmp_ok(median(@busy) // 99, '<=', 2, 'BusyWorkers at most 2 in the median poll');
+my $none = grep { ($_->{writing} // 0) == 0 } @polls;
+is($none, 0, 'ConnsAsyncWriting above 0 in every poll');
+my $share = median(map { ($_->{writing} // 0) / $_->{running} } @polls);
+cmp_ok($share // 0, '>=', 0.9, 'ConnsAsyncWriting at least 90% of the '
+       . 'running downloads in the median poll');
 
 my $intact = grep { ($r[$_]{http_code} // '') eq '200'
                     && -s $out[$_]->filename == SIZE

@@ -24,8 +24,10 @@
 #   - window 700000 (725 segments), about two BDPs of queue: B's own
 #     minrtt is more than 2 x A's (checked); B keeps its own (RTT_US
 #     within 10% of B's ss minrtt).
-# A lab whose premises missed is tried again (late_comer_tries). B is
-# intact every time. The server has one process: the minimum RTTs
+# Each lab runs once. Its premises (A had data acknowledged, the queue
+# stood, B's own minrtt in the range above) are preconditions, not
+# results: a lab that misses one skips the module's checks and says why,
+# with the figures. B is intact whenever it ran. The server has one process: the minimum RTTs
 # are shared within a process. Kernel state and the module's notes only;
 # no wall-clock assertions.
 use strict;
@@ -45,7 +47,6 @@ plan_lab_or_skip();
 use constant RATE_BPS => 30_000_000;
 use constant RTT_MS => 100;
 use constant SIZE_B => 16 << 20;
-use constant TRIES => 3;
 my $BDP = RATE_BPS / 8 * RTT_MS / 1000;
 
 # ss's view of the server socket of $job, or undef.
@@ -125,66 +126,68 @@ sub late_comer {
     return \%r;
 }
 
-# The lab's premises can miss: once in CI (not seen in 8 runs here, nor
-# with both cores kept busy), B's own minrtt came out of the first lab's
-# range while auto shared A's; the diag and the check's name now give the
-# figures, and the bulk flow's retransmits. So each lab is
-# tried up to TRIES times until A had data acknowledged, the queue stood
-# and B's own minrtt came out in $ratio (min, max) x A's. The module is
-# judged on the try that met them; B must arrive intact in every try.
-sub late_comer_tries {
-    my (%a) = @_;
-    my ($r, $intact) = (undef, 1);
-    for my $try (1 .. TRIES) {
-        $r = late_comer(%a);
-        $intact &&= $r->{intact} if $r->{queue};
-        my ($ma, $mb, $e) = @$r{qw(a b e)};
-        diag(sprintf "window %d, try %d: A had data acknowledged %s, queue "
-             . "stood %s; ss minrtt A %s us, B %s us; B's "
-             . 'SNDBUF_TUNE_RTT_US %s, RETUNES %s; bulk flow retransmits %s',
-             $a{window}, $try, (map { $_ ? 'yes' : 'no' } @$r{qw(acked queue)}),
-             map { $_ // '-' } $ma, $mb, $e && $e->{rtt_us},
-             $e && $e->{retunes}, $r->{bulk_retrans});
-        $r->{premise} = $r->{queue} && $ma && $mb
-                        && $mb >= $a{ratio}[0] * $ma
-                        && $mb <= $a{ratio}[1] * $ma;
-        $r->{tries} = $try;
-        last if $r->{premise};
-    }
-    $r->{intact} = $intact;
-    return $r;
+# What the lab measured, for the log.
+sub report {
+    my ($r, %a) = @_;
+    diag(sprintf "window %d: A had data acknowledged %s, queue stood %s; "
+         . "ss minrtt A %s us, B %s us; B's SNDBUF_TUNE_RTT_US %s, RETUNES "
+         . '%s; bulk flow retransmits %s', $a{window},
+         (map { $_ ? 'yes' : 'no' } @$r{qw(acked queue)}),
+         map { $_ // '-' } @$r{qw(a b)}, $r->{e} && $r->{e}{rtt_us},
+         $r->{e} && $r->{e}{retunes}, $r->{bulk_retrans});
 }
 
-sub premise_name {
-    my ($r, $what) = @_;
-    return sprintf "%s (the premise; try %d of %d: A %s us, B %s us)",
-        $what, $r->{tries}, TRIES, map { $_ // '-' } @$r{qw(a b)};
+# Why the lab's premises missed (undef if they held): B's own minrtt
+# must be in $a{ratio} (min, max) x A's. (Once in CI, not seen in 8 runs
+# here nor with both cores kept busy, B's came out of the first lab's
+# range: a loss of the bulk flow, shown by its retransmits, drains the
+# queue.)
+sub premise_missed {
+    my ($r, %a) = @_;
+    my ($ma, $mb) = @$r{qw(a b)};
+    return 'A had no data acknowledged in 20 s' unless $r->{acked};
+    return 'the bulk flow kept no standing queue in 30 s' unless $r->{queue};
+    return 'no minrtt in ss for A or B' unless $ma && $mb;
+    return undef if $mb >= $a{ratio}[0] * $ma && $mb <= $a{ratio}[1] * $ma;
+    return sprintf "the lab missed its premise: B's own minrtt %d us is not "
+        . "%s-%s x A's %d us (bulk flow retransmits %s)", $mb, $a{ratio}[0],
+        $a{ratio}[1], $ma, $r->{bulk_retrans} // '-';
 }
 
 {
     # the old module logged B's own minrtt: at 1.2 x A's or more it is
-    # over 10% away from A's, so check 2 tells the two apart
-    my $r = late_comer_tries(window => 300_000, fill => 1.3,
-                             ratio => [1.2, 2]);
-    ok($r->{premise}, premise_name($r, "half a BDP of queue: B's own "
-                                   . "minrtt 1.2-2 x A's"));
-    ok($r->{intact}, 'B intact (length and SHA-256) in every try');
-    my $logged = $r->{e} && $r->{e}{rtt_us};
-    ok($r->{premise} && $logged && rel_diff($logged, $r->{a}) <= 0.10,
-       "B's SNDBUF_TUNE_RTT_US is A's minrtt (within 10%), not its own");
-    ok($r->{e} && ($r->{e}{retunes} // 0) > 0, 'auto re-tuned B');
+    # over 10% away from A's, so the RTT_US check tells the two apart
+    my %a = (window => 300_000, fill => 1.3, ratio => [1.2, 2]);
+    my $r = late_comer(%a);
+    report($r, %a);
+  SKIP: {
+        skip 'half a BDP of queue: ' . premise_missed($r, %a), 3
+            unless $r->{queue};
+        ok($r->{intact}, 'half a BDP of queue: B intact (length and SHA-256)');
+        my $why = premise_missed($r, %a);
+        skip "half a BDP of queue: $why", 2 if $why;
+        my $logged = $r->{e} && $r->{e}{rtt_us};
+        ok($logged && rel_diff($logged, $r->{a}) <= 0.10,
+           "B's SNDBUF_TUNE_RTT_US is A's minrtt (within 10%), not its own");
+        ok($r->{e} && ($r->{e}{retunes} // 0) > 0, 'auto re-tuned B');
+    }
 }
 
 {
-    my $r = late_comer_tries(window => 700_000, fill => 2.2,
-                             ratio => [2, 1e9]);
-    ok($r->{premise}, premise_name($r, "two BDPs of queue: B's own "
-                                   . "minrtt over 2 x A's"));
-    ok($r->{intact}, 'B intact (length and SHA-256) in every try');
-    my $logged = $r->{e} && $r->{e}{rtt_us};
-    ok($r->{premise} && $logged && rel_diff($logged, $r->{b}) <= 0.10,
-       "B's SNDBUF_TUNE_RTT_US is its own minrtt (within 10%), not A's");
+    my %a = (window => 700_000, fill => 2.2, ratio => [2, 1e9]);
+    my $r = late_comer(%a);
+    report($r, %a);
+  SKIP: {
+        skip 'two BDPs of queue: ' . premise_missed($r, %a), 2
+            unless $r->{queue};
+        ok($r->{intact}, 'two BDPs of queue: B intact (length and SHA-256)');
+        my $why = premise_missed($r, %a);
+        skip "two BDPs of queue: $why", 1 if $why;
+        my $logged = $r->{e} && $r->{e}{rtt_us};
+        ok($logged && rel_diff($logged, $r->{b}) <= 0.10,
+           "B's SNDBUF_TUNE_RTT_US is its own minrtt (within 10%), not A's");
+    }
 }
 
-# each try starts a server, and checks it answers
+# each lab starts a server, and checks it answers
 done_testing();

@@ -31,8 +31,8 @@ use warnings;
 
 use Test::More;
 use SndbufTune::Kernel qw(server_view view_str expected_fixed_tb
-                          have_sockinspect lock_supported tcp_wmem);
-use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256 CONFIGURED_SIZES);
+                          have_sockinspect lock_supported tcp_wmem wmem_max);
+use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256);
 use SndbufTune::StallClient ();
 use SndbufTune::Util qw(poll_until);
 use Exporter 'import';
@@ -111,11 +111,10 @@ sub autotuned_ok {
     my $v = view_of($c);
     ok($v, "$label: server socket found in ss") or return;
     log_view("$label, stalled", $v);
+    # the proof that nothing fixed the buffer: the lock bit is clear
+    # (skipped, with the reason, where it cannot be read); then the
+    # buffer must grow
     _lock_checks($v, 0, $label);
-    my %fixed = map { (expected_fixed_tb($_) => $_) } CONFIGURED_SIZES;
-    ok(!exists $fixed{$v->{tb}},
-       "$label: tb $v->{tb} is none of the configured fixed sizes ("
-       . join(',', sort { $a <=> $b } keys %fixed) . ')');
 
     # autotuning grows sk_sndbuf with cwnd, up to tcp_wmem[2]
     my $max = (tcp_wmem())[2];
@@ -158,8 +157,14 @@ sub decision_ok {
     }
     elsif ($policy eq 'unset') {
         is($hdr->('X-Sndbuf-Requested'), '-', "$label: SNDBUF_TUNE_REQUESTED");
-        like($hdr->('X-Sndbuf-Effective') // '', qr/^\d+$/,
-             "$label: SNDBUF_TUNE_EFFECTIVE is a number");
+        # the buffer as autotuning (or core's SendBufferSize) left it:
+        # neither goes below tcp_wmem[0] nor above tcp_wmem[2] and
+        # 2 x wmem_max
+        my $eff = $hdr->('X-Sndbuf-Effective') // '';
+        my ($lo, undef, $hi) = tcp_wmem();
+        $hi = 2 * wmem_max() if 2 * wmem_max() > $hi;
+        ok($eff =~ /^\d+$/ && $eff >= $lo && $eff <= $hi,
+           "$label: SNDBUF_TUNE_EFFECTIVE $eff within [tcp_wmem[0] $lo, $hi]");
     }
     else {
         is($hdr->('X-Sndbuf-Requested'), '-', "$label: SNDBUF_TUNE_REQUESTED");

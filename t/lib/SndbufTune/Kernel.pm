@@ -17,8 +17,8 @@ use SndbufTune::Util qw(capture top_dir);
 
 our @EXPORT_OK = qw(
     wmem_max tcp_wmem expected_fixed_tb parse_ss ss_sockets ss_view
-    sockinspect have_sockinspect lock_supported server_view view_str
-    sockstat_tcp_mem tcp_mem tcp_memory_pressures
+    sockinspect have_sockinspect lock_supported lock_unknown server_view
+    view_str sockstat_tcp_mem tcp_mem tcp_memory_pressures
 );
 
 sub _read_sysctl {
@@ -201,6 +201,17 @@ sub lock_supported {
     my $si = shift;
     return $si && defined $si->{so_buf_lock}
         && $si->{so_buf_lock} ne 'unsupported';
+}
+
+# Why view $v (server_view) holds no lock state: the reason a check of it
+# is skipped with.
+sub lock_unknown {
+    my $v = shift;
+    return "not root: cannot read the server's socket (sockinspect)"
+        unless have_sockinspect();
+    return 'the kernel cannot report SO_BUF_LOCK (< 5.15)'
+        if $v && ($v->{so_buf_lock} // '') eq 'unsupported';
+    return 'sockinspect: ' . (($v || {})->{sockinspect_error} // 'no data');
 }
 
 # ss + sockinspect merged; sockinspect keys are kept as printed

@@ -30,7 +30,7 @@ use File::Temp ();
 use POSIX ();
 
 use SndbufTune::Server ();
-use SndbufTune::Util qw(capture free_port sha256_file);
+use SndbufTune::Util qw(capture free_port sha256_file parse_auto);
 
 our @WHERE = qw(files fixed unset auto);
 
@@ -169,7 +169,7 @@ sub status {
     my ($rc, $out) = capture('curl', '-sS', '--max-time', '10', '-w',
                              '\n%{http_code}', $self->{srv}->url('/sbt-status?auto'));
     return undef if $rc || $out !~ s/\n200\z//;
-    return { map { /^([^:]+):\s*(.*)$/ ? ($1 => $2) : () } split /\n/, $out };
+    return (parse_auto($out))[0];
 }
 
 # The error log's lines matching $re.

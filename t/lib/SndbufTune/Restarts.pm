@@ -1,9 +1,13 @@
 package SndbufTune::Restarts;
 # Restarts under load (t/reliability/restarts_*.t, one file per MPM):
 #
-#   use SndbufTune::Restarts;
-#   SndbufTune::Restarts::run('event');
-#   done_testing;
+#   use Test::More tests => ...;       # the counts below add up
+#   SndbufTune::Restarts::start('event');               # 3 checks
+#   SndbufTune::Restarts::event($_) for 0 .. $#EVENTS;  # graceful 5, restart 9
+#   SndbufTune::Restarts::finish();                     # 6 checks
+#   (restart_auto_inflight.t: auto_inflight_start 1, _round 5 each, _stop 1)
+# Each phase makes that fixed number of checks unless it cannot go on,
+# and returns true when all of them passed.
 #
 # CLIENTS client processes download a file over and over, each over one of
 # HTTP/1.1, h2c and TLS h2 (under prefork, where mod_http2 does no HTTP/2:
@@ -60,8 +64,9 @@ my $FILE = '4m';
 my %SIZE = ($FILE => 4 << 20, '8m' => 8 << 20);
 my @LOCATIONS = qw(fixed unset auto);
 # 10 graceful, 2 full restarts; several graceful after the last restart
-my @EVENTS = qw(graceful graceful graceful restart graceful graceful graceful
-                restart graceful graceful graceful graceful);
+our @EVENTS = qw(graceful graceful graceful restart graceful graceful graceful
+                 restart graceful graceful graceful graceful);
+
 my $KILLED = qr/AH0004[67]|could not make child/;
 our $VICTIM_RATE = '512k';
 
@@ -81,10 +86,23 @@ my ($LAB, $CTL, @KIDS);
 
 sub now { Time::HiRes::clock_gettime(Time::HiRes::CLOCK_MONOTONIC()) }
 
+my $FAILED = 0;         # checks failed so far: a phase's result
+
 sub check {
     my ($cond, $name, @why) = @_;
-    ok($cond, $name) or diag(join "\n", grep { defined } @why);
+    ok($cond, $name) or do {
+        diag(join "\n", grep { defined } @why);
+        $FAILED++;
+    };
     return $cond;
+}
+
+# Run a phase; true if every check it made passed.
+sub _phase {
+    my $code = shift;
+    my $before = $FAILED;
+    $code->(@_);
+    return $FAILED == $before;
 }
 
 # ------------------------------------------------------------- clients --
@@ -337,61 +355,92 @@ sub restart_cutting {
 # Only restarts, each with 8 slow HTTP/1.1 auto downloads in flight, and
 # SndbufTuneLimits 1m 4m on /auto/ (auto sizes at once, so its chunks are
 # large, and the socket holds less than a file): no child may outlive the
-# first SIGTERM.
-sub run_auto_inflight {
-    my ($mpm, $rounds) = @_;
-    $LAB = SndbufTune::Reliability->new(
-        name => "restart-auto-$mpm", mpm => $mpm, sizes => \%SIZE,
-        conf => "<Location /auto/>\n    SndbufTuneLimits 1m 4m\n</Location>\n",
-        %{ $MPM_CONF{$mpm} });
-    check($LAB->start, "$mpm: server starts", $LAB->srv->error)
-        or return;
-    my $tmp = File::Temp->newdir('sbt-restarts-XXXXXX', TMPDIR => 1);
-    $CTL = "$tmp";
+# first SIGTERM. auto_inflight_start, then auto_inflight_round for each
+# round, then auto_inflight_stop.
+my ($MPM, $GEN, $COUNTERS, $RELEASED, $TMP);
+
+sub auto_inflight_start {
+    $MPM = shift;
+    return _phase(sub {
+        $LAB = SndbufTune::Reliability->new(
+            name => "restart-auto-$MPM", mpm => $MPM, sizes => \%SIZE,
+            conf => "<Location /auto/>\n    SndbufTuneLimits 1m 4m\n"
+                  . "</Location>\n",
+            %{ $MPM_CONF{$MPM} });
+        check($LAB->start, "$MPM: server starts", $LAB->srv->error)
+            or return;
+        $TMP = File::Temp->newdir('sbt-restarts-XXXXXX', TMPDIR => 1);
+        $CTL = "$TMP";
+        ($GEN) = counters();
+    });
+}
+
+sub auto_inflight_round {
+    my $round = shift;
     local $VICTIM_RATE = '128k';
-    my ($gen) = counters();
-    for my $round (1 .. $rounds) {
-        my $label = "$mpm: restart $round";
+    return _phase(sub {
+        my $label = "$MPM: restart $round";
         my (undef, undef, $log_from) =
-            restart_cutting($label, ++$gen, 1, (['h1', 'auto']) x 8) or last;
+            restart_cutting($label, ++$GEN, 1, (['h1', 'auto']) x 8) or return;
         my @killed = grep { /$KILLED|AH00045|still did not exit/ }
             split /\n/, substr($LAB->srv->log_text, $log_from);
         check(!@killed, "$label: every child exited at the first signal",
-              @killed) or last;
-    }
-    check($LAB->srv->stop, "$mpm: stop: no process of the server left",
-          $LAB->srv->error);
+              @killed);
+    });
+}
+
+sub auto_inflight_stop {
+    return _phase(sub {
+        check($LAB->srv->stop, "$MPM: stop: no process of the server left",
+              $LAB->srv->error);
+    });
 }
 
 # ---------------------------------------------------------------- run --
 
-sub run {
-    my $mpm = shift;
-    $LAB = SndbufTune::Reliability->new(
-        name => "restarts-$mpm", mpm => $mpm, sizes => \%SIZE,
-        %{ $MPM_CONF{$mpm} });
-    check($LAB->start, "$mpm: server starts", $LAB->srv->error)
-        or return;
-    my $tmp = File::Temp->newdir('sbt-restarts-XXXXXX', TMPDIR => 1);
-    $CTL = "$tmp";
-    my ($gen, $c) = counters();
-    check(defined $gen, "$mpm: status page answers") or return;
+# The server, the status page, the clients downloading.
+sub start {
+    $MPM = shift;
+    return _phase(sub {
+        $LAB = SndbufTune::Reliability->new(
+            name => "restarts-$MPM", mpm => $MPM, sizes => \%SIZE,
+            %{ $MPM_CONF{$MPM} });
+        check($LAB->start, "$MPM: server starts", $LAB->srv->error)
+            or return;
+        $TMP = File::Temp->newdir('sbt-restarts-XXXXXX', TMPDIR => 1);
+        $CTL = "$TMP";
+        ($GEN, $COUNTERS) = counters();
+        check(defined $GEN, "$MPM: status page answers") or return;
+        start_clients();
+        progress(1, "$MPM: start");
+        $RELEASED = now();
+    });
+}
 
-    start_clients();
-    progress(1, "$mpm: start");
-    my $released = now();
-    for my $i (0 .. $#EVENTS) {
-        my $label = sprintf '%s: %s %d', $mpm, $EVENTS[$i], $i + 1;
-        $gen++;
+# $EVENTS[$i]: a graceful restart or a full one.
+sub event {
+    my $i = shift;
+    my $label = sprintf '%s: %s %d', $MPM, $EVENTS[$i], $i + 1;
+    $GEN++;
+    return _phase(sub {
         if ($EVENTS[$i] eq 'graceful') {
-            $c = graceful($label, $gen, $c) // $c;
+            $COUNTERS = graceful($label, $GEN, $COUNTERS) // $COUNTERS;
         }
         else {
-            $released = restart($label, $gen) // $released;
-            $c = (counters())[1] // $c;
+            $RELEASED = restart($label, $GEN) // $RELEASED;
+            $COUNTERS = (counters())[1] // $COUNTERS;
         }
-    }
+    });
+}
 
+# The clients stop; what they got, the counters since the last restart,
+# the error log, stop.
+sub finish {
+    return _phase(\&_finish);
+}
+
+sub _finish {
+    my $mpm = $MPM;
     open my $fh, '>', "$CTL/stop" or die "$CTL/stop: $!";
     close $fh;
     my ($ended) = poll_until(300, sub {
@@ -407,7 +456,7 @@ sub run {
           map { "client $_->{client} $_->{proto} /$_->{where}/: $_->{why}" }
           @bad[0 .. ($#bad > 9 ? 9 : $#bad)]);
     my %want = map { ($_ => 0) } @LOCATIONS;
-    $want{ $_->{where} }++ for grep { $_->{ok} && $_->{t0} > $released } @r;
+    $want{ $_->{where} }++ for grep { $_->{ok} && $_->{t0} > $RELEASED } @r;
     my $got;
     poll_until(30, sub {
         my (undef, $c) = counters();
@@ -416,7 +465,7 @@ sub run {
     }, 0.05);
     is_deeply($got, \%want, "$mpm: the counters went on through the graceful"
               . " restarts: requests per policy since the last restart are"
-              . " the clients' downloads");
+              . " the clients' downloads") or $FAILED++;
 
     my @killed = $LAB->log_lines($KILLED);
     check(!@killed, "$mpm: error log: no child had to be killed", @killed);

@@ -27,12 +27,12 @@ use warnings;
 
 use Encode ();
 use HTTP::Tiny ();
-use IO::Socket::INET;
 use JSON::PP ();
 use POSIX ();
 use Test::More ();
 
 use SndbufTune::Server ();
+use SndbufTune::StallClient ();
 use SndbufTune::Util qw(poll_until capture);
 
 # Load: every client process makes ROUNDS x 2 requests to each test vhost.
@@ -111,35 +111,14 @@ sub http_get { return http_req('GET', @_) }
 
 sub http_req {
     my ($method, $host, $path) = @_;
-    my $resp = '';
-    my $ok = eval {
-        local $SIG{ALRM} = sub { die "timeout\n" };
-        alarm 60;
-        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                      PeerPort => $SRV->port, Proto => 'tcp')
-            or die "connect: $!\n";
-        binmode $s;
-        my $len = $method eq 'POST' ? "Content-Length: 0\r\n" : '';
-        print $s "$method $path HTTP/1.0\r\nHost: $host\r\n$len\r\n";
-        while (1) {
-            my $got = sysread($s, my $buf, 65536);
-            die "read: $!\n" unless defined $got;
-            last unless $got;
-            $resp .= $buf;
-        }
-        close $s;
-        alarm 0;
-        1;
+    my $c;
+    my @r = eval {
+        $c = SndbufTune::StallClient->new(port => $SRV->port, timeout => 60);
+        $c->get($path, host => $host, method => $method, version => '1.0',
+                headers => [$method eq 'POST' ? 'Content-Length: 0' : ()]);
     };
-    alarm 0;
-    return (0, {'x-received' => length $resp}, $@) unless $ok;
-    my ($head, $body) = split /\r\n\r\n/, $resp, 2;
-    my ($status) = $head =~ m{^HTTP/\d\.\d (\d{3})};
-    my %h;
-    for (split /\r\n/, $head) {
-        $h{lc $1} = $2 if /^([^:]+):\s*(.*)$/;
-    }
-    return ($status // 0, \%h, $body // '');
+    return (0, {'x-received' => $c ? $c->received : 0}, $@) unless @r;
+    return @r;
 }
 
 # A request refused before the server read it: the event MPM resets
@@ -431,17 +410,8 @@ sub rule_name {
 }
 
 sub parse_auto {
-    my $text = shift;
-    my (%h, @bad);
-    for (split /\n/, $text) {
-        if (/^([^:\s][^:]*): (.*)$/) {
-            $h{$1} = $2;
-        }
-        else {
-            push @bad, $_;
-        }
-    }
-    return (\%h, \@bad);
+    my ($kv, $bad, $host) = SndbufTune::Util::parse_auto(shift);
+    return ($kv, [defined $host ? $host : (), @$bad]);
 }
 
 # Prometheus' text format: ({"name\0label=value\0..." => value}, [lines
@@ -954,16 +924,9 @@ sub access_and_formats {
 sub check_mod_status_auto {
     my $label = shift;
     my ($st, undef, $body) = http_get('status.test', '/server-status?auto');
-    my ($host, @lines) = split /\n/, $body;
-    my (%kv, @bad);
-    for (@lines) {
-        if (/^([A-Za-z][A-Za-z0-9 ]*):(?: (.*))?$/ && !exists $kv{$1}) {
-            $kv{$1} = $2 // '';
-        }
-        else {
-            push @bad, "bad line: $_";
-        }
-    }
+    my ($kvr, $badr, $host) = SndbufTune::Util::parse_auto($body);
+    my %kv = %$kvr;
+    my @bad = map { "bad line: $_" } @$badr;
     my @missing = grep { !defined $kv{$_} } 'Total Accesses', 'BusyWorkers',
         'Scoreboard', map({ "SndbufTuneTotal$_->[0]" } @FIELDS),
         'SndbufTuneKernelWmemMax', 'SndbufTuneKernelTcpWmem';

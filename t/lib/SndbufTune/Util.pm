@@ -17,6 +17,9 @@ package SndbufTune::Util;
 #   sha256_file($path)      hex SHA-256 of a file
 #   exit_on_signals()       INT, TERM, HUP and PIPE become exit(), so that
 #                           END blocks and DESTROY stop what was started
+#   parse_auto($text)       a status page's ?auto (mod_status's or the
+#                           module's): ({Key => value}, [bad lines], first
+#                           line if it names the server, as mod_status's)
 use strict;
 use warnings;
 
@@ -29,7 +32,8 @@ use POSIX ();
 use Time::HiRes ();
 
 our @EXPORT_OK = qw(top_dir module_path httpd_command modules_dir free_port
-                    poll_until capture sha256_file exit_on_signals);
+                    poll_until capture sha256_file exit_on_signals
+                    parse_auto);
 
 # This file is t/lib/SndbufTune/Util.pm.
 sub top_dir {
@@ -104,6 +108,26 @@ sub sha256_file {
     my $sha = Digest::SHA->new(256);
     $sha->addfile($path, 'b');
     return $sha->hexdigest;
+}
+
+# ?auto: "Key: value" lines (a value may be empty: "Key:"), no key twice.
+# mod_status's starts with the name the request used, a line without a
+# colon: returned third, not taken for a bad line. Lines that are neither,
+# and keys given twice, are returned as bad.
+sub parse_auto {
+    my $text = shift // '';
+    my @lines = split /\n/, $text;
+    my $host = @lines && $lines[0] !~ /:/ ? shift @lines : undef;
+    my (%h, @bad);
+    for (@lines) {
+        if (/^([^:\s][^:]*):(?: (.*))?$/ && !exists $h{$1}) {
+            $h{$1} = $2 // '';
+        }
+        else {
+            push @bad, $_;
+        }
+    }
+    return (\%h, \@bad, $host);
 }
 
 # A signal (Ctrl-C, prove killed, a closed pipe) must not leave a server

@@ -45,6 +45,12 @@ our $SERVER_ADDR = '198.18.0.1';
 # sndbuf_auto.c). The tests own this number on purpose: they do not read it
 # from the code or the docs, so a change of the law has to be made here
 # too, deliberately.
+# Kept although make unit (t/unit/law_cases.c) tests the law's exact
+# decisions: those feed it constructed samples, while the WAN tests check
+# that the real kernel's figures (delivery rate, min RTT, tb = 2 x
+# SO_SNDBUF) bring a live socket to it. They assert bounds only (within
+# 25% or so of 2 x FACTOR x BDP, on a loaded machine); a bound without
+# the factor (say BDP .. 4 x BDP) would pass a law off by half.
 use constant AUTO_FACTOR => 0.875;
 
 # t/wan/wanlab for this object's lab instance.

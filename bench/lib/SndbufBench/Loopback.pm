@@ -1,0 +1,268 @@
+package SndbufBench::Loopback;
+# bench/run's part `loopback`: small-file req/s, auto vs no module (wrk),
+# the system calls per request (strace -c) and the instructions per
+# request (callgrind).
+use strict;
+use warnings;
+use utf8;
+
+use File::Temp ();
+use POSIX ();
+use Time::HiRes ();
+use SndbufBench::Common qw(:all);
+
+our %LOOPBACK = (reps => [18, 3], secs => [3, 2],
+                strace_requests => 10000, callgrind_requests => [1000, 6000]);
+
+# Each round starts its own servers: two servers of one configuration
+# differ by up to 3% in req/s for as long as they run (the mean of six
+# 3 s runs: 40700 and 39417 req/s, module not loaded in either), so pairs
+# from one pair of servers would carry that bias into every ratio. The
+# control, a second server without the module, shows the spread left.
+my %LOOPBACK_SERVERS = (
+    auto => sub { loopback_server("lo-auto-$_[0]", module => $SO,
+                                  body => "SndbufTune auto\n", @_[1 .. $#_]) },
+    nomod => sub { loopback_server("lo-nomod-$_[0]", module => 0, @_[1 .. $#_]) },
+    control => sub { loopback_server("lo-control-$_[0]", module => 0,
+                                     @_[1 .. $#_]) },
+);
+
+sub run {
+    my ($runs, $secs) = (pick($LOOPBACK{reps}), pick($LOOPBACK{secs}));
+    my @keys = qw(auto nomod control);
+    my $conns = $WRK_CONNS;
+    say_("loopback: small-file requests/s with wrk (1 thread, $conns "
+         . "connections, ${secs}s x $runs rounds of fresh servers, "
+         . "in turns that rotate the order)");
+    my %L;
+    # Each server takes each place in the order equally often (the six
+    # orders in turn): with `nomod` always in the middle, the control, a
+    # copy of it, came out at 0.985 of it over 15 rounds.
+    my @orders = ([0, 1, 2], [2, 1, 0], [1, 2, 0], [0, 2, 1], [2, 0, 1],
+                  [1, 0, 2]);
+    for my $i (1 .. $runs) {
+        my @order = @keys[ @{ $orders[($i - 1) % @orders] } ];
+        my %srv = map { $_ => $LOOPBACK_SERVERS{$_}->($i) } @order;
+        my $round = alternate_wrk(\%srv, \@order, 1, $secs, $conns);
+        push @{ $L{runs}{$_} }, @{ $round->{$_} } for @keys;
+        $_->stop for values %srv;
+    }
+    $L{median}{$_} = median(@{ $L{runs}{$_} }) for @keys;
+    $L{ratio} = $L{median}{auto} / $L{median}{nomod};
+    for my $k (qw(auto control)) {
+        $L{pairs}{$k} = [ map { $L{runs}{$k}[$_] / $L{runs}{nomod}[$_] }
+                          0 .. $runs - 1 ];
+    }
+    $L{pair_median} = median(@{ $L{pairs}{auto} });
+    $L{control_median} = median(@{ $L{pairs}{control} });
+    say_(sprintf '  median: auto %.0f, without the module %.0f req/s: median of '
+         . 'the pair ratios %.3f (ratio of the medians %.3f; control %.3f)',
+         $L{median}{auto}, $L{median}{nomod}, $L{pair_median}, $L{ratio},
+         $L{control_median});
+
+    my %srv = map { $_ => $LOOPBACK_SERVERS{$_}->('strace') } qw(auto nomod);
+    # system calls per request: strace -c -f on the worker process, wrk -c4
+    # runs of 2 s until at least strace_requests requests
+    for my $k (sort keys %srv) {
+        my @kids = $srv{$k}->child_pids;
+        my $trace = "$srv{$k}{dir}/strace.txt";
+        my $pid = fork;
+        die "fork: $!" unless defined $pid;
+        if (!$pid) {
+            open STDOUT, '>', '/dev/null';
+            open STDERR, '>', '/dev/null';
+            exec 'strace', '-c', '-f', '-qq', '-o', $trace,
+                 map({ ('-p', $_) } @kids) or POSIX::_exit(127);
+        }
+        Time::HiRes::sleep(1);      # attached (strace prints nothing on -qq)
+        my ($requests, $wrk_runs) = (0, 0);
+        while ($requests < $LOOPBACK{strace_requests} && $wrk_runs < 30) {
+            $requests += wrk_run($srv{$k}->url('/small.html'), 2, 4)->{requests};
+            $wrk_runs++;
+        }
+        kill 'INT', $pid;
+        waitpid $pid, 0;
+        my %calls;
+        open my $fh, '<', $trace or die "bench/run: strace output: $!\n";
+        while (<$fh>) {
+            # % time  seconds  usecs/call  calls  [errors]  syscall
+            if (/^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$/) {
+                $calls{$2} = $1 unless $2 eq 'total';
+            }
+        }
+        close $fh;
+        my $tot = 0;
+        $tot += $_ for values %calls;
+        $L{strace}{$k} = { requests => $requests, calls => \%calls,
+                           per_request => div($tot, $requests) };
+        say_(sprintf '  strace %-5s %d requests (%d wrk runs), %.2f syscalls/request',
+             $k, $requests, $wrk_runs, $L{strace}{$k}{per_request} // 0);
+    }
+    $_->stop for values %srv;
+    my %cg = map { $_ => callgrind_per_request($_) } qw(auto nomod);
+    $L{callgrind} = \%cg if defined $cg{auto} && defined $cg{nomod};
+    $RES{loopback} = \%L;
+}
+
+# The instructions a server's worker runs in user space per small request,
+# counted by callgrind: what the module costs, free of the noise of req/s
+# (the kernel's part the system call table covers). One server for each
+# count of callgrind_requests (`ab -k -c2`), the difference of their
+# totals over the difference of the counts, so that starting and stopping
+# cancel out. undef (and said why) if it could not be counted.
+sub callgrind_per_request {
+    my ($key) = @_;
+    my @n = @{ $LOOPBACK{callgrind_requests} };
+    my @ir;
+    for my $n (@n) {
+        my $ir = eval { callgrind_total($key, $n) };
+        if (!defined $ir) {
+            say_("  callgrind $key: not counted: " . ($@ || "no totals\n"));
+            return undef;
+        }
+        push @ir, $ir;
+    }
+    my $per = ($ir[1] - $ir[0]) / ($n[1] - $n[0]);
+    say_(sprintf '  callgrind %-5s %.0f instructions per request in user space',
+         $key, $per);
+    return $per;
+}
+
+# The worker's instruction total for $n requests to a $key server.
+sub callgrind_total {
+    my ($key, $n) = @_;
+    my $dir = File::Temp::tempdir("sbt-bench-cg-XXXXXX", TMPDIR => 1,
+                                  CLEANUP => 1);
+    chmod 0777, $dir;
+    local $ENV{SBT_HTTPD_WRAPPER} = 'valgrind --tool=callgrind '
+        . "--trace-children=yes --callgrind-out-file=$dir/cg.%p "
+        . "--log-file=$dir/vg.%p";
+    my $srv = $LOOPBACK_SERVERS{$key}->("callgrind-$n", start_timeout => 120);
+    # the parent answers on its socket before its worker has forked
+    my ($kids) = poll_until(60, sub {
+        my @k = $srv->child_pids;
+        return @k == 1 ? \@k : 0 }, 0.1);
+    my $out = shell("ab -q -k -n $n -c 2 '" . $srv->url('/small.html') . "'");
+    $srv->stop;
+    my ($failed) = $out =~ /Failed requests:\s+(\d+)/;
+    die "no single worker process\n" unless $kids;
+    die "ab: " . ($out =~ /(\S[^\n]*)\n*\z/)[0] . "\n"
+        unless defined $failed && $failed == 0;
+    open my $fh, '<', "$dir/cg.$kids->[0]" or die "callgrind output: $!\n";
+    my ($tot) = map { /^totals:\s+(\d+)/ ? $1 : () } <$fh>;
+    close $fh;
+    return $tot;
+}
+
+sub syscall_rows {
+    my $st = $RES{loopback}{strace} or return ();
+    my %names;
+    $names{$_} = 1 for map { keys %{ $st->{$_}{calls} } } keys %$st;
+    my @rows;
+    for my $n (sort keys %names) {
+        my %per = map {
+            $_ => div($st->{$_}{calls}{$n} // 0, $st->{$_}{requests}) // 0
+        } qw(auto nomod);
+        push @rows, [$n, $per{auto}, $per{nomod}, $per{auto} - $per{nomod}];
+    }
+    return sort { abs($b->[3]) <=> abs($a->[3]) || $a->[0] cmp $b->[0] } @rows;
+}
+
+sub section {
+    my $L = $RES{loopback};
+    my @t;
+    my $n = @{ $L->{runs}{auto} };
+    push @t, { title => 'loopback: small-file req/s, `SndbufTune auto` vs no module',
+        intro => "A 2 KiB file, `wrk -t1 -c$WRK_CONNS`, in rounds: each "
+            . "round starts three servers (event MPM, one process, 32 threads, "
+            . "no access log): one with `SndbufTune auto`, one without the "
+            . "module loaded, and a control, a second one without the module; "
+            . "after a 1 s warm-up each, one run against each, in an order "
+            . "that gives each server each place equally often over six "
+            . "rounds, then stops them. Fresh servers each round, because two "
+            . "servers of one configuration kept apart by up to 3% for as long "
+            . "as they ran, which pairs from one pair of servers carry into "
+            . "every ratio; the control's ratio shows the spread left. With two "
+            . "or more CPUs, httpd is pinned to CPU 0 and wrk to CPU 1 "
+            . "(`taskset`). The target is the median of the rounds' auto / no "
+            . "module ratios.",
+        head => ['round', 'auto req/s', 'no module req/s', 'control req/s',
+                 'auto / no module', 'control / no module'],
+        align => 'rrrrrr',
+        rows => [ (map { [ $_ + 1, sprintf('%.0f', $L->{runs}{auto}[$_]),
+                           sprintf('%.0f', $L->{runs}{nomod}[$_]),
+                           sprintf('%.0f', $L->{runs}{control}[$_]),
+                           sprintf('%.3f', $L->{pairs}{auto}[$_]),
+                           sprintf('%.3f', $L->{pairs}{control}[$_]) ] }
+                   0 .. $n - 1),
+                  [ 'median', sprintf('%.0f', $L->{median}{auto}),
+                    sprintf('%.0f', $L->{median}{nomod}),
+                    sprintf('%.0f', $L->{median}{control}),
+                    sprintf('**%.3f** (ratio of the medians: %.3f)',
+                            $L->{pair_median}, $L->{ratio}),
+                    sprintf('%.3f', $L->{control_median}) ] ] };
+    if (my $st = $L->{strace}) {
+        my (@rows, $ta, $tn);
+        for (syscall_rows()) {
+            $ta += $_->[1];
+            $tn += $_->[2];
+            next if abs($_->[3]) < 0.05 && $_->[1] < 0.05 && $_->[2] < 0.05;
+            push @rows, [ $_->[0], sprintf('%.2f', $_->[1]),
+                          sprintf('%.2f', $_->[2]), sprintf('%+.2f', $_->[3]) ];
+        }
+        push @rows, [ '**total**', sprintf('%.2f', $ta // 0), sprintf('%.2f', $tn // 0),
+                      sprintf('**%+.2f**', ($ta // 0) - ($tn // 0)) ];
+        push @t, { title => 'loopback: system calls per request',
+            intro => sprintf('System calls per request, `strace -c -f` attached '
+                . 'to the worker process during `wrk -c4` runs of 2 s, until '
+                . 'at least %d requests (%d requests with auto, %d without '
+                . 'the module):', $LOOPBACK{strace_requests},
+                $st->{auto}{requests}, $st->{nomod}{requests}),
+            head => ['syscall', 'auto', 'no module', 'added by the module'],
+            align => 'lrrr', rows => \@rows };
+    }
+    if (my $cg = $L->{callgrind}) {
+        my $d = $cg->{auto} - $cg->{nomod};
+        push @t, { title => 'loopback: instructions per request in user space',
+            intro => 'What the worker process runs in user space per request '
+                . '(callgrind, `ab -k -c2`): the module\'s own cost, which '
+                . 'req/s measures only through the noise of a shared machine. '
+                . 'For each configuration two servers, of '
+                . join(' and ', @{ $LOOPBACK{callgrind_requests} })
+                . ' requests; the difference of their totals over the '
+                . 'difference of the counts, so that start and stop cancel out. '
+                . 'The kernel\'s part is in the system call table above.',
+            head => ['auto', 'no module', 'added by the module'],
+            align => 'rrr',
+            rows => [ [ sprintf('%.0f', $cg->{auto}), sprintf('%.0f', $cg->{nomod}),
+                        sprintf('**%+.0f** (%+.1f%%)', $d,
+                                100 * $d / $cg->{nomod}) ] ] };
+    }
+    return { title => 'Loopback: small files, `SndbufTune auto` vs no module',
+             tables => \@t };
+}
+
+sub targets {
+    my ($push) = @_;
+    my $L = $RES{loopback} || {};
+    my $st = $L->{strace} || {};
+    my ($au, $nm) = map { ($st->{$_} || {})->{per_request} } qw(auto nomod);
+    my $d = defined $au && defined $nm ? $au - $nm : undef;
+    $push->('loopback small files: system calls added per request by auto '
+            . '(strace -c, >= ' . $LOOPBACK{strace_requests} . ' keep-alive requests)',
+            '<= 0.1', defined $d ? sprintf('%+.2f', $d) : 'n/a',
+            defined $d ? $d <= 0.1 : undef,
+            defined $d ? sprintf('auto %.2f, no module %.2f per request', $au, $nm) : '');
+    my $x = $L->{pair_median};
+    my $cg = $L->{callgrind};
+    $push->('loopback small files: req/s, auto vs no module (median of paired, '
+            . 'alternating wrk runs)', '>= 0.98x', ratio3($x) . 'x',
+            defined $x ? $x >= 0.98 : undef,
+            'control ' . ratio3($L->{control_median})
+            . ($cg ? sprintf('; auto adds %+.0f instructions per request in '
+                             . 'user space (%+.1f%%)', $cg->{auto} - $cg->{nomod},
+                             100 * ($cg->{auto} - $cg->{nomod}) / $cg->{nomod})
+                   : ''));
+}
+
+1;
