@@ -274,7 +274,12 @@ static int sbt_law_not_own_queue(sbt_law_t *l, const sbt_law_out_t *out,
     uint32_t q0 = l->episode_queue_us;
 
     if (!out->queued) {
-        l->episode_size = 0;
+        /* A look between two peaks of another sender's queue is no
+         * answer; the episode ends once the buffer is back where it
+         * began (the path had room). */
+        if (cur >= (uint64_t)l->episode_size) {
+            l->episode_size = 0;
+        }
         return 0;
     }
     if (next >= cur) {

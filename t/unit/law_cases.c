@@ -452,12 +452,29 @@ static void test_yield(void)
         }
         released = out.act == SBT_LAW_RELEASE;
     }
-    ok(released, "yield: a queue that grows while the buffer halved is "
+    ok(released, "yield: a queue that stays while the buffer halved is "
        "not the flow's: given back to autotuning");
     ok(cur <= 400000, "yield: only once the buffer had halved");
     s = look_at(5000, 100, 1000000, 0, 1 << 20);
     sbt_law_look(&l, &lim, &s, &out);
     is_i(out.act, SBT_LAW_KEEP, "yield: for the rest of the response");
+
+    /* Another sender's queue comes and goes (its losses): a look
+     * without a queue between does not end the episode. */
+    cur = 800000;
+    begin_locked(&l, &lim, 100, 1000000, cur);
+    l.settling = 0;
+    released = 0;
+    for (i = 1; i <= 30 && !released; i++) {
+        s = look_at(100 * i, 100, 1000000, cur, 0);
+        s.srtt_us = (i % 3 ? 150 : 104) * MS;
+        sbt_law_look(&l, &lim, &s, &out);
+        if (out.act == SBT_LAW_SET) {
+            cur = out.size;
+        }
+        released = out.act == SBT_LAW_RELEASE;
+    }
+    ok(released, "yield: through looks between the other sender's peaks");
 
     /* Its own crowd: the queue shrinks as the flows back off. */
     cur = 800000;
