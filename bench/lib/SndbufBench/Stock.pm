@@ -93,8 +93,8 @@ sub _cell {
     my $guard = $lab->profile(cc => $profile->{cc},
                               wmem_max => $profile->{wmem_max});
     my $body = join '', map {
-        "<Location /$_->[0]/>\n" . sprintf($_->[1], $p->{rate})
-        . "</Location>\n" } @CONFIGS;
+        (my $lines = $_->[1]) =~ s/%d/$p->{rate}/;
+        "<Location /$_->[0]/>\n$lines</Location>\n" } @CONFIGS;
     my $srv = $lab->server(name => 'stock', body => $body);
     my $f = $srv->add_file('/big.bin', '');
     truncate $f, 4 << 30 or die "truncate $f: $!";
