@@ -17,15 +17,31 @@ our @FLOWS = (
       configs => [[qw(nomod auto lowat fixed64k unset)],
                   [qw(nomod auto lowat fixed64k)]] },
 );
+# The same crowds on a stock server (cubic, net.core.wmem_max 212992) and
+# under cubic with this lab's wmem_max (issue 20); WanLab::profile sets
+# the server namespace's congestion control and the global wmem_max, and
+# puts them back.
+my %PROFILE = (cubic => { cc => 'cubic', wmem_max => undef },
+               stock => { cc => 'cubic', wmem_max => 212992 });
+push @FLOWS, map { my ($n, $best, $prof) = @$_;
+    { name => "flows$n$prof", n => $n, best => $best, profile => $prof,
+      configs => [[nomod => 'auto', 'lowat', $best], [qw(nomod auto)]] } }
+    [20, 'fixed64k', 'cubic'], [20, 'fixed64k', 'stock'],
+    [100, 'fixed16k', 'cubic'], [100, 'fixed16k', 'stock'];
 for (@FLOWS) {
-    %$_ = (label => "$_->{n} flows, 100 Mbit/s, 100 ms", rtt => 100,
+    my $tag = "$_->{n} flows" . ($_->{profile} ? " ($_->{profile})" : '');
+    %$_ = (label => "$tag, 100 Mbit/s, 100 ms", tag => $tag, rtt => 100,
            rate => 100, mtu => 1500, w => [10, 41], q => [5, 12], %$_);
 }
 
 # The keys of its labs' health in $RES{health} (the fidelity table).
 sub health_keys { map { $_->{name} } @FLOWS }
 
-sub run { run_flow($_) for @FLOWS }
+# --flows a,b: only these crowds (their names: flows100, flows20cubic, ...)
+sub run {
+    my %want = map { $_ => 1 } split /,/, $opt{flows} // '';
+    run_flow($_) for grep { !%want || $want{ $_->{name} } } @FLOWS;
+}
 
 sub run_flow {
     my $p = shift;
@@ -40,6 +56,7 @@ sub run_flow {
     say_("$p->{label}: $p->{n} downloads at once; warm-up ${W}s, window ${S}s; "
          . "@configs");
     my $lab = lab_up($p);
+    my $profile = $p->{profile} && $lab->profile(%{ $PROFILE{ $p->{profile} } });
     my $res = $RES{flows}{ $p->{name} } = { configs => \@configs, n => $p->{n},
         best => $p->{best}, warm => $W, window => $S, limit_bps => $limit,
         queue_bytes => $p->{queue_bytes}, cells => {} };
@@ -76,6 +93,7 @@ sub run_flow {
              mib($c->{wsum_peak}), $c->{jain} // 0, $c->{srtt_ms} // 0,
              $c->{retrans}, $health->{note});
     }
+    undef $profile;
     lab_down($lab, $p->{name});
 }
 
@@ -121,7 +139,8 @@ sub section {
         my $r = $RES{flows}{ $p->{name} } or next;
         my $base = $r->{cells}{nomod} || {};
         push @t, { title => "$r->{n} downloads through one 100 Mbit/s, 100 ms "
-                          . 'bottleneck', h => 3,
+                          . 'bottleneck' . ($p->{profile}
+                             ? ", server profile `$p->{profile}`" : ''), h => 3,
             intro => sprintf('%d curl downloads started together; warm-up %s s, '
                 . 'then the %s s window. Goodput limit %s Mbit/s, a fair share '
                 . '%s Mbit/s and a per-flow BDP %s KiB; the best fixed size '
@@ -166,19 +185,24 @@ sub targets {
         my $c = $r->{cells};
         my ($au, $nm, $lw, $fx) = map { $c->{$_} || {} } 'auto', 'nomod', 'lowat', $p->{best};
         my $g = div($au->{agg_bps}, $nm->{agg_bps});
-        $push->("$p->{n} flows, auto: goodput vs autotuning", '>= 0.98x',
+        $push->("$p->{tag}, auto: goodput vs autotuning", '>= 0.98x',
                 ratio3($g) . 'x', defined $g ? $g >= 0.98 : undef);
+        my $x = div($au->{retrans}, $nm->{retrans} || 1);
+        $push->("$p->{tag}, auto: retransmissions vs autotuning", '<= 2x',
+                ratio($x) . 'x', defined $au->{retrans} ? $x <= 2 : undef,
+                sprintf('%s against %s segments', $au->{retrans} // 'n/a',
+                        $nm->{retrans} // 'n/a'));
         my $m = div($au->{wsum_avg}, $fx->{wsum_avg});
-        $push->("$p->{n} flows, auto: Σw vs the best fixed size (`$p->{best}`)",
+        $push->("$p->{tag}, auto: Σw vs the best fixed size (`$p->{best}`)",
                 '<= 2x', ratio($m) . 'x', defined $m ? $m <= 2 : undef,
                 sprintf('Σw %s MiB, `%s` %s MiB', mib($au->{wsum_avg}),
                         $p->{best}, mib($fx->{wsum_avg})));
         $m = div($au->{wsum_avg}, $lw->{wsum_avg});
-        $push->("$p->{n} flows, auto: Σw vs autotuning + notsent_lowat 16384",
+        $push->("$p->{tag}, auto: Σw vs autotuning + notsent_lowat 16384",
                 '< 1x', ratio($m) . 'x', defined $m ? $m < 1 : undef,
                 sprintf('`lowat` %s MiB, autotuning %s MiB', mib($lw->{wsum_avg}),
                         mib($nm->{wsum_avg})));
-        $push->("$p->{n} flows, auto: Jain's fairness index", '>= 0.95',
+        $push->("$p->{tag}, auto: Jain's fairness index", '>= 0.95',
                 ratio3($au->{jain}), defined $au->{jain} ? $au->{jain} >= 0.95 : undef);
     }
 }
