@@ -16,6 +16,23 @@
  *   4. one-way propagation delay: the packet is written to the other TUN
  *      device when its serialisation has finished plus the delay.
  *
+ * The server-to-client (data) direction may instead follow a schedule,
+ * which starts when the counters are zeroed (at start and on SIGUSR1):
+ *
+ *   - rate steps (--step-bps R1,R2,... --step-ns T): the rate is R1 for T,
+ *     then R2 for T, ..., then R1 again; a packet's serialisation is
+ *     integrated over the steps it spans;
+ *   - a trace (--trace FILE, mahimahi's format): each line is a time in ms
+ *     at which the link may send 1500 bytes; the trace repeats with the
+ *     period of its last line.  As in mahimahi's LinkQueue, the accounting
+ *     is in bytes: small packets share an opportunity, a larger one spans
+ *     several, and what an opportunity leaves unused while the queue is
+ *     empty is lost.  A packet leaves at the opportunity carrying its last
+ *     byte.
+ *
+ * The drop-tail queue (2.) stands in front of either; the client-to-server
+ * direction keeps the plain rate.
+ *
  * Packets leave in FIFO order per direction.  Timing is CLOCK_MONOTONIC;
  * one epoll loop waits on both TUN devices and a signalfd, with a timeout
  * set to the earliest pending delivery (epoll_pwait2, or a timerfd armed at
@@ -56,7 +73,7 @@
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 
-#define STATS_MAGIC "WANLAB01"
+#define STATS_MAGIC "WANLAB02"
 #define HDR_SIZE 16                     /* struct pkt, keeps 16-byte alignment */
 #define WRAP_MARK 0xffffffffu           /* pkt.len of a ring wrap marker */
 #define RX_BATCH 64                     /* reads per device per loop turn */
@@ -65,6 +82,9 @@
 #define RING_MAX ((size_t)1 << 30)
 #define RING_UNSHAPED (64u << 20)
 #define NSEC 1000000000LL
+#define MAX_STEPS 16
+#define OPP_BYTES 1500u                 /* one trace opportunity (mahimahi) */
+#define MSEC 1000000LL
 
 /** One direction's counters, shared with --print-stats. */
 struct dstats {
@@ -85,6 +105,7 @@ struct dstats {
     int64_t link_free_ns;       /**< when the bottleneck is next idle */
     uint64_t held_packets;      /**< in queue or in propagation right now */
     uint64_t held_bytes;
+    uint64_t queue_last_bytes;  /**< backlog at the last arrival (schedules) */
 };
 
 /** The shared stats file. */
@@ -105,6 +126,12 @@ struct stats {
     uint64_t rt_prio;
     uint64_t wakeups;
     uint64_t timer_wakeups;
+    int64_t sched_origin_ns;    /**< rate steps and trace start here */
+    uint64_t step_ns;           /**< length of one rate step, 0: no steps */
+    uint64_t nsteps;
+    uint64_t step_bps[MAX_STEPS];
+    uint64_t trace_opps;        /**< opportunities per trace period, 0: none */
+    uint64_t trace_period_ns;
     struct dstats d[2];
 };
 
@@ -124,18 +151,24 @@ struct ring {
     size_t used;
 };
 
+enum shape { SHAPE_RATE, SHAPE_STEPS, SHAPE_TRACE };
+
 struct dir {
     const char *name;
     int in_fd;
     int out_fd;
     int readable;
     struct ring ring;
+    enum shape shape;
     int64_t link_free;
     uint64_t ser_rem;
+    uint64_t opp;               /* trace: opportunity of the last packet */
+    uint32_t opp_left;          /* trace: bytes that opportunity has left */
     struct dstats *st;
 };
 
 static struct stats *S;
+static uint32_t *trace_ms;      /* opportunity times in one period, ms */
 static uint64_t rng_state;
 static FILE *log_fp;
 
@@ -276,37 +309,155 @@ static int packet_allowed(const unsigned char *p, ssize_t n)
         && p[16] == 198 && (p[17] & 0xfe) == 18;
 }
 
+/* Rate steps: the rate in force at t (not before the origin), and when
+ * that step ends. */
+static uint64_t step_at(int64_t t, int64_t *end)
+{
+    uint64_t k = (uint64_t)(t - S->sched_origin_ns) / S->step_ns;
+
+    *end = S->sched_origin_ns + (int64_t)((k + 1) * S->step_ns);
+    return S->step_bps[k % S->nsteps];
+}
+
+/* Trace: the time of opportunity i, counted from the origin over all
+ * repetitions. */
+static int64_t opp_time(uint64_t i)
+{
+    return S->sched_origin_ns
+        + (int64_t)(i / S->trace_opps * S->trace_period_ns)
+        + trace_ms[i % S->trace_opps] * MSEC;
+}
+
+/* Trace: the first opportunity after t (those at or before t are gone). */
+static uint64_t opp_after(int64_t t)
+{
+    uint64_t e, cycle, lo = 0, hi = S->trace_opps;
+
+    if (t < S->sched_origin_ns) {
+        return 0;
+    }
+    e = (uint64_t)(t - S->sched_origin_ns);
+    cycle = e / S->trace_period_ns;
+    e -= cycle * S->trace_period_ns;
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+
+        if ((uint64_t)trace_ms[mid] * MSEC <= e) {
+            lo = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    return cycle * S->trace_opps + lo;
+}
+
 /* Bytes not yet serialised at time now. */
 static uint64_t backlog_bytes(const struct dir *d, int64_t now)
 {
-    unsigned __int128 x;
+    unsigned __int128 x = 0;
+    int64_t t = now, end;
 
-    if (S->rate_bps == 0 || d->link_free <= now) {
+    if (d->link_free <= now) {
         return 0;
     }
-    x = (unsigned __int128)(d->link_free - now) * S->rate_bps;
+    switch (d->shape) {
+    case SHAPE_TRACE:
+        return (d->opp - opp_after(now) + 1) * OPP_BYTES - d->opp_left;
+    case SHAPE_STEPS:
+        while (t < d->link_free) {
+            uint64_t r = step_at(t, &end);
+
+            if (end > d->link_free) {
+                end = d->link_free;
+            }
+            x += (unsigned __int128)(end - t) * r;
+            t = end;
+        }
+        break;
+    default:
+        if (S->rate_bps == 0) {
+            return 0;
+        }
+        x = (unsigned __int128)(d->link_free - now) * S->rate_bps;
+    }
     return (uint64_t)((x + 8 * NSEC - 1) / (8 * NSEC));
+}
+
+/* Serialise len bytes over the rate steps from start; returns the end.
+ * The remainder (a fraction of a nanosecond) is carried to the next
+ * packet, as with a constant rate. */
+static int64_t steps_finish(struct dir *d, uint32_t len, int64_t start)
+{
+    unsigned __int128 need = (unsigned __int128)len * 8 * NSEC + d->ser_rem;
+    int64_t t = start, end;
+
+    for (;;) {
+        uint64_t r = step_at(t, &end);
+        unsigned __int128 room = (unsigned __int128)(end - t) * r;
+
+        if (need <= room) {
+            d->ser_rem = (uint64_t)(need % r);
+            return t + (int64_t)(need / r);
+        }
+        need -= room;
+        t = end;
+    }
+}
+
+/* Trace: the opportunity that carries the packet's last byte.  A link
+ * that has gone idle lost what its past opportunities had left. */
+static int64_t trace_finish(struct dir *d, uint32_t len, int64_t now)
+{
+    if (d->link_free <= now) {
+        d->opp = opp_after(now);
+        d->opp_left = OPP_BYTES;
+    }
+    while (len > d->opp_left) {
+        len -= d->opp_left;
+        d->opp++;
+        d->opp_left = OPP_BYTES;
+    }
+    d->opp_left -= len;
+    return opp_time(d->opp);
+}
+
+/* When the link has serialised a packet of len bytes arriving at now. */
+static int64_t link_finish(struct dir *d, uint32_t len, int64_t now)
+{
+    int64_t start = d->link_free > now ? d->link_free : now;
+
+    switch (d->shape) {
+    case SHAPE_TRACE:
+        return trace_finish(d, len, now);
+    case SHAPE_STEPS:
+        return steps_finish(d, len, start);
+    default:
+        if (S->rate_bps) {
+            uint64_t t = (uint64_t)len * 8 * NSEC + d->ser_rem;
+
+            start += (int64_t)(t / S->rate_bps);
+            d->ser_rem = t % S->rate_bps;
+        }
+        return start;
+    }
 }
 
 static void enqueue(struct dir *d, struct pkt *p, uint32_t len, int64_t now)
 {
     struct dstats *st = d->st;
-    int64_t start = d->link_free > now ? d->link_free : now;
     uint64_t backlog = backlog_bytes(d, now);
+    int64_t start;
 
     if (backlog > 0 && backlog + len > S->queue_bytes) {
         st->drop_queue++;
         st->drop_queue_bytes += len;
         return;
     }
-    if (S->rate_bps) {
-        uint64_t t = (uint64_t)len * 8 * NSEC + d->ser_rem;
-
-        start += (int64_t)(t / S->rate_bps);
-        d->ser_rem = t % S->rate_bps;
-    }
+    start = link_finish(d, len, now);
     d->link_free = start;
     st->link_free_ns = start;
+    st->queue_last_bytes = backlog + len;
     if (backlog + len > st->queue_peak_bytes) {
         st->queue_peak_bytes = backlog + len;
     }
@@ -416,6 +567,15 @@ static void reset_counters(struct dir *dirs)
     }
     S->wakeups = S->timer_wakeups = 0;
     S->reset_ns = now_ns();
+    /* the schedule starts again with the counters, so a window measured
+     * from a reset sees the same steps or trace every time; packets
+     * already queued keep their times */
+    S->sched_origin_ns = S->reset_ns;
+    for (i = 0; i < 2; i++) {
+        if (dirs[i].shape == SHAPE_TRACE) {
+            dirs[i].link_free = 0;      /* opportunity indices start over */
+        }
+    }
 }
 
 /*
@@ -601,6 +761,88 @@ static uint64_t parse_u64(const char *opt, const char *s)
     return v;
 }
 
+/* --step-bps R1,R2,...: up to MAX_STEPS rates, each > 0. */
+static void parse_steps(const char *s)
+{
+    char *end;
+
+    while (*s) {
+        unsigned long long v;
+
+        if (S->nsteps == MAX_STEPS) {
+            die("--step-bps: at most %d steps", MAX_STEPS);
+        }
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno || end == s || v == 0 || (*end && *end != ',')
+            || s[0] == '-') {
+            die("--step-bps: not a list of positive integers: '%s'", s);
+        }
+        S->step_bps[S->nsteps++] = v;
+        s = *end ? end + 1 : end;
+    }
+}
+
+/* mahimahi's trace format: one time in ms per line, nondecreasing, the
+ * last one (the period) above 0. */
+static void load_trace(const char *file)
+{
+    FILE *f = fopen(file, "r");
+    char line[64];
+    size_t n = 0, cap = 0, lineno = 0;
+
+    if (!f) {
+        die("--trace %s: %s", file, strerror(errno));
+    }
+    while (fgets(line, sizeof(line), f)) {
+        char *end;
+        unsigned long v;
+
+        lineno++;
+        errno = 0;
+        v = strtoul(line, &end, 10);
+        while (*end == '\r' || *end == '\n' || *end == ' ') {
+            end++;
+        }
+        if (errno || end == line || *end || line[0] == '-' || v > UINT32_MAX
+            || (n && v < trace_ms[n - 1])) {
+            die("--trace %s:%zu: not a time in ms at or after the line "
+                "before: '%.20s'", file, lineno, line);
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 65536;
+            trace_ms = realloc(trace_ms, cap * sizeof(*trace_ms));
+            if (!trace_ms) {
+                die("--trace %s: out of memory", file);
+            }
+        }
+        trace_ms[n++] = (uint32_t)v;
+    }
+    fclose(f);
+    if (n == 0 || trace_ms[n - 1] == 0) {
+        die("--trace %s: no opportunities, or a last time of 0 ms", file);
+    }
+    S->trace_opps = n;
+    S->trace_period_ns = (uint64_t)trace_ms[n - 1] * MSEC;
+}
+
+/* Trace: the most bytes the link carries within any span of span_ns
+ * (one period, wrap-around ignored), to size the packet buffer. */
+static uint64_t trace_peak_bytes(uint64_t span_ns)
+{
+    uint64_t i, j = 0, best = 0;
+
+    for (i = 0; i < S->trace_opps; i++) {
+        while ((trace_ms[i] - trace_ms[j]) * (uint64_t)MSEC > span_ns) {
+            j++;
+        }
+        if (i - j + 1 > best) {
+            best = i - j + 1;
+        }
+    }
+    return best * OPP_BYTES;
+}
+
 static void stats_print(const char *file)
 {
     int fd = open(file, O_RDONLY);
@@ -630,12 +872,31 @@ static void stats_print(const char *file)
     printf("rt_prio=%" PRIu64 "\n", st.rt_prio);
     printf("wakeups=%" PRIu64 "\n", st.wakeups);
     printf("timer_wakeups=%" PRIu64 "\n", st.timer_wakeups);
+    printf("schedule_s=%.3f\n", (now - st.sched_origin_ns) / 1e9);
+    if (st.step_ns) {
+        int64_t end;
+
+        S = &st;                /* step_at() reads the schedule from S */
+        printf("step_s=%.3f\n", st.step_ns / 1e9);
+        printf("s2c_rate_now_bps=%" PRIu64 "\n", step_at(now, &end));
+        printf("s2c_rate_next_change_s=%.3f\n", (end - now) / 1e9);
+    }
+    if (st.trace_opps) {
+        printf("trace_opportunities=%" PRIu64 "\n", st.trace_opps);
+        printf("trace_period_ms=%" PRIu64 "\n", st.trace_period_ns / (uint64_t)MSEC);
+        printf("trace_mean_bps=%.0f\n",
+               st.trace_opps * OPP_BYTES * 8 * 1e9 / st.trace_period_ns);
+    }
     for (i = 0; i < 2; i++) {
         const struct dstats *d = &st.d[i];
         const char *p = i == 0 ? "s2c" : "c2s";
         uint64_t q = 0;
 
-        if (st.rate_bps && d->link_free_ns > now) {
+        if (i == 0 && (st.step_ns || st.trace_opps)) {
+            /* a schedule: the backlog as the last arrival saw it */
+            q = d->link_free_ns > now ? d->queue_last_bytes : 0;
+        }
+        else if (st.rate_bps && d->link_free_ns > now) {
             q = (uint64_t)((unsigned __int128)(d->link_free_ns - now)
                            * st.rate_bps / (8 * NSEC));
         }
@@ -667,7 +928,8 @@ static void usage(void)
             "--rate-bps N --delay-ns N\n"
             "                --queue-bytes N --mtu N --late-ns N "
             "--stats FILE [--loss-ppb N] [--seed N]\n"
-            "                [--rt-prio N]\n"
+            "                [--rt-prio N] [--step-bps R1,R2,... --step-ns N | "
+            "--trace FILE]\n"
             "                [--pidfile FILE --log FILE]   "
             "(daemonises when --pidfile is given)\n"
             "       wanrelay --print-stats FILE\n"
@@ -678,9 +940,9 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     const char *sns = NULL, *cns = NULL, *dev = NULL, *statsfile = NULL;
-    const char *pidfile = NULL, *logfile = NULL;
+    const char *pidfile = NULL, *logfile = NULL, *steps = NULL, *trace = NULL;
     uint64_t rate = 0, delay = 0, queue = 0, loss = 0, mtu = 0, late = 0;
-    uint64_t seed = 0, rtprio = 0;
+    uint64_t seed = 0, rtprio = 0, step_ns = 0, s2c_rate;
     int have_rate = 0, have_delay = 0, have_queue = 0, have_late = 0;
     struct dir dirs[2];
     size_t ringcap;
@@ -708,6 +970,9 @@ int main(int argc, char **argv)
         {"--late-ns", NULL, &late, &have_late},
         {"--seed", NULL, &seed, NULL},
         {"--rt-prio", NULL, &rtprio, NULL},
+        {"--step-bps", &steps, NULL, NULL},
+        {"--step-ns", NULL, &step_ns, NULL},
+        {"--trace", &trace, NULL, NULL},
     };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -758,20 +1023,11 @@ int main(int argc, char **argv)
     if (delay > 60 * NSEC) {
         die("--delay-ns must be at most 60 s");
     }
-
-    /* room for the queue plus one delay's worth of line-rate traffic,
-     * twice over for small packets (16-byte header each) */
-    {
-        double inflight = (double)rate / 8 * (double)delay / 1e9;
-        double cap = 2.0 * (queue + inflight) + 64.0 * (mtu + 32)
-            + (1 << 20);
-
-        if (rate == 0) {
-            /* no rate: what one delay holds at 10 Gbit/s, or more */
-            cap = 2.0 * 10e9 / 8 * (double)delay / 1e9 + RING_UNSHAPED;
-        }
-        ringcap = cap < RING_MIN ? RING_MIN
-            : cap > RING_MAX ? RING_MAX : (size_t)cap;
+    if (!steps != !step_ns || (steps && trace)) {
+        die("--step-bps goes with --step-ns, and not with --trace");
+    }
+    if (step_ns && step_ns < MSEC) {
+        die("--step-ns must be at least 1 ms");
     }
 
     /* stats file */
@@ -786,6 +1042,46 @@ int main(int argc, char **argv)
     }
     close(fd);
     memset(S, 0, sizeof(*S));
+    s2c_rate = rate;
+    if (steps) {
+        parse_steps(steps);
+        S->step_ns = step_ns;
+        for (j = 0; j < S->nsteps; j++) {
+            if (S->step_bps[j] > s2c_rate) {
+                s2c_rate = S->step_bps[j];
+            }
+        }
+    }
+    if (trace) {
+        load_trace(trace);
+    }
+
+    /* room for the queue plus one delay's worth of line-rate traffic,
+     * twice over for small packets (16-byte header each) */
+    {
+        double inflight = (double)s2c_rate / 8 * (double)delay / 1e9;
+        double cap = 2.0 * (queue + inflight) + 64.0 * (mtu + 32)
+            + (1 << 20);
+
+        if (trace) {
+            /* the trace's densest stretch of one delay, either way */
+            uint64_t peak = trace_peak_bytes(delay);
+
+            cap = 2.0 * (queue + (double)(peak > inflight ? peak : inflight))
+                + 64.0 * (mtu + 32) + (1 << 20);
+        }
+        if (rate == 0) {
+            /* no rate (the reverse direction of a schedule may have none):
+             * what one delay holds at 10 Gbit/s, or more */
+            double unshaped = 2.0 * 10e9 / 8 * (double)delay / 1e9
+                + RING_UNSHAPED;
+
+            cap = cap > unshaped ? cap : unshaped;
+        }
+        ringcap = cap < RING_MIN ? RING_MIN
+            : cap > RING_MAX ? RING_MAX : (size_t)cap;
+    }
+
     memcpy(S->magic, STATS_MAGIC, 8);
     S->size = sizeof(*S);
     S->rate_bps = rate;
@@ -795,7 +1091,7 @@ int main(int argc, char **argv)
     S->mtu = mtu;
     S->late_ns = late;
     S->ring_bytes = ringcap;
-    S->started_ns = S->reset_ns = now_ns();
+    S->started_ns = S->reset_ns = S->sched_origin_ns = now_ns();
     if (!seed) {
         seed = (uint64_t)S->started_ns ^ ((uint64_t)getpid() << 32);
     }
@@ -819,6 +1115,7 @@ int main(int argc, char **argv)
     dirs[0].in_fd = tun_s;
     dirs[0].out_fd = tun_c;
     dirs[0].st = &S->d[0];
+    dirs[0].shape = steps ? SHAPE_STEPS : trace ? SHAPE_TRACE : SHAPE_RATE;
     dirs[1].name = "c2s";
     dirs[1].in_fd = tun_c;
     dirs[1].out_fd = tun_s;
@@ -892,6 +1189,15 @@ int main(int argc, char **argv)
     logmsg("running: rate %" PRIu64 " bit/s, one-way delay %" PRIu64
            " ns, queue %" PRIu64 " bytes, loss %" PRIu64 " ppb, mtu %" PRIu64,
            rate, delay, queue, loss, mtu);
+    if (steps) {
+        logmsg("server to client: rate steps %s bit/s, %" PRIu64
+               " ns each, repeating", steps, step_ns);
+    }
+    if (trace) {
+        logmsg("server to client: trace %s, %" PRIu64 " opportunities of %u"
+               " bytes every %" PRIu64 " ms", trace, S->trace_opps, OPP_BYTES,
+               S->trace_period_ns / (uint64_t)MSEC);
+    }
     run(dirs, sfd);
     S->running = 0;
     return 0;

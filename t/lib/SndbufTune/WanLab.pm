@@ -182,19 +182,27 @@ sub status {
     return \%s;
 }
 
-# Bring the lab up. Options: rtt_ms, rate_mbit, queue_bytes, loss, mtu
-# (passed to wanlab up); instance (default $WANLAB_INSTANCE); wait
+# Bring the lab up. Options: rtt_ms, rate_mbit, queue_bytes, loss, mtu,
+# rate_steps ('30,10:10': the server-to-client rate alternates 30 and 10
+# Mbit/s every 10 s), trace (a mahimahi trace file for that direction)
+# (passed to wanlab up; with rate_steps or trace, rate_mbit is the reverse
+# direction's and may be left out: t/wan/README.md); instance (default
+# $WANLAB_INSTANCE); wait
 # (seconds to wait while another lab is up, default 600); quiet_s (how long
 # the lab must have been down before we take it, so a running selftest can
 # go from one path to the next; 3).
 sub up {
     my ($class, %a) = @_;
-    defined $a{rtt_ms} && defined $a{rate_mbit}
-        or die "WanLab->up needs rtt_ms and rate_mbit";
+    defined $a{rtt_ms}
+        && (defined $a{rate_mbit} || defined $a{rate_steps} || defined $a{trace})
+        or die "WanLab->up needs rtt_ms and rate_mbit (or rate_steps or trace)";
     my $self = bless { params => {%a}, ours => 0,
                        instance => $a{instance} // $ENV{WANLAB_INSTANCE} },
         ref $class || $class;
-    my @args = ('up', '--rtt-ms', $a{rtt_ms}, '--rate-mbit', $a{rate_mbit});
+    my @args = ('up', '--rtt-ms', $a{rtt_ms});
+    push @args, '--rate-mbit', $a{rate_mbit} if defined $a{rate_mbit};
+    push @args, '--rate-steps', $a{rate_steps} if defined $a{rate_steps};
+    push @args, '--trace', $a{trace} if defined $a{trace};
     push @args, '--queue-bytes', $a{queue_bytes} if defined $a{queue_bytes};
     push @args, '--loss', $a{loss} if defined $a{loss};
     push @args, '--mtu', $a{mtu} if defined $a{mtu};
