@@ -108,6 +108,7 @@ static void sbt_auto_sample(const sbt_auto_t *a, const sbt_tcp_info_t *ti,
         s->delivery_rate = ti->delivery_rate;
         s->app_limited = ti->app_limited;
     }
+    s->total_retrans = ti->total_retrans;
     s->has_chrono = (ti->valid & SBT_TI_CHRONO) != 0;
     s->sndbuf_limited_us = ti->sndbuf_limited_us;
     s->loss_based = a->loss_based;

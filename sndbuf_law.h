@@ -48,6 +48,8 @@ typedef struct {
      *  sample was app-limited. */
     uint64_t delivery_rate;
     int app_limited;
+    /** tcpi_total_retrans: segments retransmitted so far. */
+    uint32_t total_retrans;
     /** tcpi_sndbuf_limited, microseconds; has_chrono: present. */
     uint64_t sndbuf_limited_us;
     int has_chrono;
@@ -87,6 +89,10 @@ typedef struct {
     uint32_t min_rtt_us;
     uint32_t own_min_rtt_us;
     int from_handshake;
+    /** Retransmissions at the last look, and the looks left that size
+     *  for recovery (SBT_LAW_LOSS_LOOKS). */
+    uint32_t retrans;
+    int recovering;
     /** A steering episode: the buffer and the queue when a queue first
      *  took the buffer down (0: none under way). */
     int episode_size;

@@ -205,11 +205,18 @@ static void test_lift(void)
     ramp_to_ceiling(&l, &lim, 250, R30M, &out);
     ok(l.ramping, "lift: still ramping at tcp_wmem[2]");
     is_i(out.act, SBT_LAW_SET, "lift: set");
-    is_i(out.size, (int)(3 * (bdp * 7 / 8)),
-         "lift: LIFT 3 x FACTOR x measured rate x RTT (was: the maximum)");
+    is_i(out.size, (int)(4 * (bdp * 7 / 8)),
+         "lift: LIFT_MEASURED 4 x FACTOR x measured rate x RTT (was: the "
+         "maximum)");
     sbt_law_sample_t s = look_at(750, 250, R30M * 2, 0, 1 << 22);
     sbt_law_look(&l, &lim, &s, &out);
     is_i(out.act, SBT_LAW_KEEP, "lift: once per response");
+
+    lim.conf_rate = R30M;
+    ramp_to_ceiling(&l, &lim, 250, R30M * 9 / 10, &out);
+    is_i(out.size, (int)(3 * (bdp * 7 / 8)),
+         "lift: LIFT 3 x the target of a configured rate");
+    lim.conf_rate = 0;
 
     /* Loopback: 3 GB/s x 50 us needs far less than tcp_wmem[2]. */
     {
@@ -274,6 +281,32 @@ static void test_no_queue(void)
     sbt_law_look(&l, &lim, &s, &out);
     is_i(out.act, SBT_LAW_KEEP, "no queue: a move under 1/16 and a "
          "segment is not worth a system call");
+}
+
+static void test_loss(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+    int i, base = (int)(1000000ull * 101000 / 1000000 * 7 / 8);
+
+    begin_locked(&l, &lim, 100, 1000000, base);
+    s = look_at(100, 100, 1000000, base, 0);
+    s.total_retrans = 3;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.size, 2 * base, "loss: a flow that retransmitted is sized for "
+         "LOSS_FACTOR 2 x the target (room for a SACK hole)");
+    for (i = 2; i <= 8; i++) {
+        s = look_at(100 * i, 100, 1000000, 2 * base, 0);
+        s.total_retrans = 3;
+        sbt_law_look(&l, &lim, &s, &out);
+    }
+    is_i(out.act, SBT_LAW_KEEP, "loss: for LOSS_LOOKS 8 looks after");
+    s = look_at(900, 100, 1000000, 2 * base, 0);
+    s.total_retrans = 3;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.size, base, "loss: then the target again");
 }
 
 static void test_clamps(void)
@@ -673,6 +706,7 @@ int main(void)
     test_ramp();
     test_lift();
     test_no_queue();
+    test_loss();
     test_clamps();
     test_stock();
     test_loss_based();

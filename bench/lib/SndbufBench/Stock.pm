@@ -28,10 +28,10 @@ use warnings;
 use SndbufTune::Util qw(top_dir capture);
 use SndbufTune::WanLab qw(median goodput_limit_bps);
 
-# Does this lab's emulator offer rate steps (t/wan/wanlab's usage)?
-sub _has_rate_steps {
+# Does this lab's emulator offer --rate-steps, --trace (wanlab's usage)?
+sub _lab_has {
     my (undef, $usage) = capture(top_dir() . '/t/wan/wanlab');
-    return $usage =~ /rate-steps/;
+    return $usage =~ /--\Q$_[0]\E\b/;
 }
 
 my @PROFILES = (
@@ -49,21 +49,61 @@ my @CONDITIONS = (
     { name => 'alone' },
     { name => 'cubic flow', bulk => 'cubic' },
     { name => 'bbr flow',   bulk => 'bbr' },
+    { name => 'cubic flow later', bulk => 'cubic', later => 5 },
+    { name => 'queue 1/4 BDP', queue => 0.25 },
+    { name => 'queue 4 BDP',   queue => 4 },
     { name => 'loss 0.1%',  loss => 0.1 },
     { name => 'loss 1%',    loss => 1 },
     { name => 'rate steps', steps => 1 },
 );
+# The cellular traces (mahimahi's format) beside the checkout, each at
+# 50 and 100 ms of base RTT; none where ../shared/traces is absent.
+# The rate autobw is told is the trace's mean: one 1500-byte packet per
+# line over the trace's period.
+sub _trace_paths {
+    my $dir = top_dir() . '/../shared/traces';
+    return map { my $f = $_; (my $n = $f) =~ s{.*/|\.down$}{}g;
+                 my $rate = _trace_mbit($f);
+                 map { { name => "$n $_ ms", rtt => $_, rate => $rate,
+                         trace => $f } } 50, 100 }
+           sort glob("$dir/*.down");
+}
+
+sub _trace_mbit {
+    my $f = shift;
+    open my $fh, '<', $f or return 1;
+    my ($n, $last) = (0, 1);
+    while (<$fh>) { $n++, $last = $1 if /^(\d+)/ }
+    my $mbit = int($n * 1500 * 8 / ($last / 1000) / 1e6 + 0.5);
+    return $mbit > 0 ? $mbit : 1;
+}
+
 my @CONFIGS = (
     [unset  => "SndbufTune unset\n"],
     [auto   => "SndbufTune auto\n"],
     [autobw => "SndbufTune auto\nSndbufTuneBandwidth %dmbit\n"],
 );
 
+# One download of $path for $secs; $cond->{later}: the bulk flow starts
+# that many seconds into it (else it ran from 5 s before).
 sub _measure {
-    my ($lab, $srv, $path, $secs, $warm) = @_;
-    my $d = $lab->download(url => $srv->url($path), max_time => $secs,
-                           interval => 0.25);
-    my @s = grep { defined $_->[1]{bytes_acked} } @{ $d->{ss} };
+    my ($lab, $srv, $path, $secs, $warm, $cond) = @_;
+    my $bulk;
+    if ($cond->{bulk} && !$cond->{later}) {
+        $bulk = $lab->bulk_start(cc => $cond->{bulk}, seconds => $secs + 10);
+        sleep 5;
+    }
+    my $job = $lab->curl_start(url => $srv->url($path), max_time => $secs);
+    my $samples = $lab->sample_while(job => $job, interval => 0.25,
+        on_sample => sub {
+            $bulk //= $lab->bulk_start(cc => $cond->{bulk}, seconds => $secs)
+                if $cond->{later} && $_[0]{t} >= $cond->{later};
+        });
+    $lab->curl_wait($job);
+    $lab->bulk_stop($bulk) if $bulk;
+    my $series = SndbufTune::WanLab->series($samples)->{ $job->{local_port} }
+                 || [];
+    my @s = grep { defined $_->[1]{bytes_acked} } @$series;
     my @w = grep { $_->[0] >= $warm } @s;
     return {} unless @w > 2;
     my ($s0, $s1) = map { $_->[1] } @w[0, -1];
@@ -85,8 +125,14 @@ sub _cell {
     my %up = (rtt_ms => $p->{rtt}, rate_mbit => $p->{rate},
               instance => 'sbtst');
     $up{loss} = $cond->{loss} if $cond->{loss};
+    $up{queue_bytes} = int($cond->{queue} * $p->{rate} * 1e6 / 8
+                           * $p->{rtt} / 1000) if $cond->{queue};
+    if ($p->{trace}) {
+        return undef unless _lab_has('trace');
+        $up{trace} = $p->{trace};
+    }
     if ($cond->{steps}) {
-        return undef unless _has_rate_steps();
+        return undef unless _lab_has('rate-steps');
         $up{rate_steps} = "$p->{rate}," . int($p->{rate} / 3) . ':10';
     }
     my $lab = SndbufTune::WanLab->up(%up);
@@ -104,12 +150,8 @@ sub _cell {
     my @order = map { $_->[0] } @CONFIGS;
     push @order, shift @order for 1 .. ($ctx->{turn}++ % @order);
     for my $name (@order) {
-        my $bulk = $cond->{bulk}
-            ? $lab->bulk_start(cc => $cond->{bulk}, seconds => $secs + 10)
-            : undef;
-        sleep 5 if $bulk;
-        $r{$name} = _measure($lab, $srv, "/$name/big.bin", $secs, $warm);
-        $lab->bulk_stop($bulk) if $bulk;
+        $r{$name} = _measure($lab, $srv, "/$name/big.bin", $secs, $warm,
+                             $cond);
         sleep 1;
     }
     $srv->stop;
@@ -146,14 +188,18 @@ sub run {
             . ")\n\n| path | condition | unset Mbit/s | auto x | autobw x "
             . "| srtt ms unset/auto/autobw | rtx % unset/auto/autobw "
             . "| peak tb KiB unset/auto/autobw |\n|---|---|---|---|---|---|---|---|\n";
-        for my $p (@PATHS) {
-            for my $cond (@CONDITIONS) {
+        for my $p (@PATHS, _trace_paths()) {
+            for my $cond ($p->{trace} ? $CONDITIONS[0] : @CONDITIONS) {
                 next unless _keep($ctx, $profile->{name}, $p->{name},
                                   $cond->{name});
                 $log->("stock: $profile->{name} $p->{name} $cond->{name}");
                 my $r = _cell($ctx, $profile, $p, $cond, $secs, $warm)
                     or next;
                 my $u = $r->{unset}{bps};
+                $log->(sprintf '  unset %s Mbit/s, auto %s, autobw %s',
+                       map { defined $r->{$_}{bps}
+                             ? sprintf('%.2f', $r->{$_}{bps} / 1e6) : 'n/a' }
+                       qw(unset auto autobw));
                 my %x = map { $_ => ($u && defined $r->{$_}{bps}
                                      ? $r->{$_}{bps} / $u : undef) }
                         qw(auto autobw);
