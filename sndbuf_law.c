@@ -290,6 +290,11 @@ static int sbt_law_not_own_queue(sbt_law_t *l, const sbt_law_out_t *out,
 {
     uint32_t q0 = l->episode_queue_us;
 
+    /* Right after the ramp the queue is the flow's own overshoot, and
+     * the buffer comes down from autotuning's size whatever it does. */
+    if (l->settling) {
+        return 0;
+    }
     if (!out->queued) {
         /* A look between two peaks of another sender's queue is no
          * answer; the episode ends once the buffer is back where it

@@ -524,6 +524,24 @@ static void test_yield(void)
         released |= out.act == SBT_LAW_RELEASE;
     }
     ok(!released, "yield: not when the queue drains as the flow backs off");
+
+    /* Settling after the ramp: the buffer comes down from autotuning's
+     * size through the flow's own overshoot, whose queue may stay. */
+    cur = 1600000;
+    begin_locked(&l, &lim, 100, 1000000, cur);
+    l.settling = 8;
+    released = 0;
+    for (i = 1; i <= 8; i++) {
+        s = look_at(100 * i, 100, 1000000, cur, 0);
+        s.srtt_us = 200 * MS;
+        sbt_law_look(&l, &lim, &s, &out);
+        if (out.act == SBT_LAW_SET) {
+            cur = out.size;
+        }
+        released |= out.act == SBT_LAW_RELEASE;
+    }
+    ok(!released && cur <= 800000, "yield: never while settling, though "
+       "the buffer halved under a queue that stayed");
 }
 
 static void test_rates(void)
