@@ -58,20 +58,6 @@ static apr_thread_mutex_t *sbt_shared_mutex;
 /* State                                                            */
 /* ---------------------------------------------------------------- */
 
-/** Bring conn->sock.fd up to date: -1 once the MPM has closed the
- *  socket.  The event MPM may close it before the last response is
- *  logged (a write completion that timed out), and under load the
- *  number then belongs to the next connection accepted. */
-static void sbt_conn_socket(sbt_conn_t *conn)
-{
-    int fd = sbt_sock_fd(conn->csd);
-
-    /* Written only when it changes: HTTP/2 streams read it. */
-    if (fd != conn->sock.fd) {
-        conn->sock.fd = fd;
-    }
-}
-
 #if APR_HAS_THREADS
 /** The lock @a c takes on its primary's state: the connection's own once
  *  it has one (streams, and the primary's thread, which then has streams
@@ -109,7 +95,9 @@ sbt_conn_t *sbt_conn_enter(conn_rec *c)
         return NULL;
     }
 #endif
-    sbt_conn_socket(conn);
+    /* The event MPM may close the socket before the last response is
+     * logged (a write completion that timed out). */
+    sbt_sock_attach(&conn->sock, conn->csd);
     return conn;
 }
 
@@ -232,7 +220,7 @@ static const char *sbt_apply(request_rec *r, sbt_req_t *rq,
 {
     sbt_sock_did_t did = {0};
 
-    if (conn->sock.fd < 0) {
+    if (!sbt_sock_open(&conn->sock)) {
         return "no socket, nothing done";
     }
     if (rq->d.tune.policy == SBT_POLICY_FIXED) {
@@ -259,7 +247,7 @@ static void sbt_note_decision(request_rec *r, const sbt_req_t *rq,
     sbt_env(r, SBT_NOTE_POLICY, policy);
     sbt_env(r, SBT_NOTE_RULE, sbt_rule_env(r, rq->d.tune.rule));
     sbt_env(r, SBT_NOTE_REQUESTED, sbt_num(r, locked ? locked : -1));
-    sbt_env(r, SBT_NOTE_EFFECTIVE, sbt_num(r, sock->effective));
+    sbt_env(r, SBT_NOTE_EFFECTIVE, sbt_num(r, sbt_sock_effective(sock)));
     sbt_note(r, SBT_NOTE_POLICY, policy);
     sbt_note(r, SBT_NOTE_RULE, rq->d.tune.rule);
 }
@@ -330,7 +318,8 @@ static void sbt_insert_filter(request_rec *r)
     }
     done = sbt_apply(r, rq, conn);
     /* No socket: nothing to watch. */
-    rq->fits = conn->sock.fd < 0 ? 0 : sbt_sock_known_size(&conn->sock);
+    rq->fits = sbt_sock_open(&conn->sock) ? sbt_sock_known_size(&conn->sock)
+                                          : 0;
     sbt_note_decision(r, rq, &conn->sock);
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                   "SndbufTune %s for %s%s by %s%s: %s; effective %d",
@@ -338,7 +327,7 @@ static void sbt_insert_filter(request_rec *r)
                   rq->shared ? " (HTTP/2 stream)" : "", d.tune.rule,
                   inherited ? ", the policy of the request this internal "
                               "redirect replaces" : "", done,
-                  conn->sock.effective);
+                  sbt_sock_effective(&conn->sock));
     sbt_conn_leave(c);
 
     /* An internal redirect keeps the filter of the request it replaces
@@ -382,6 +371,7 @@ static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
 {
     sbt_conn_t *conn = sbt_conn_enter(r->connection);
     const char *done = NULL;
+    sbt_sock_did_t did = {0};    /* no figures: nothing to count */
 
     if (!conn) {
         return;
@@ -393,8 +383,8 @@ static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
     if (!rq->shared && conn->last_end.valid) {
         rq->start = conn->last_end;
     }
-    else if (conn->sock.fd >= 0) {
-        sbt_sock_tcp_info(conn->sock.fd, &rq->start);
+    else {
+        sbt_sock_info(&conn->sock, &rq->start, &did);
     }
     conn->last_end.valid = 0;
     if (rq->d.tune.policy == SBT_POLICY_AUTO) {
@@ -501,22 +491,21 @@ static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
     if (rq->au) {
         sbt_auto_end(rq->au, conn, &ao);
     }
-    if (rq->measured && conn->sock.fd < 0) {
+    if (rq->measured && !sbt_sock_open(&conn->sock)) {
         /* Closed: the figures of the kernel are gone with the socket. */
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "SndbufTune: the "
                       "socket was closed before the response was logged; "
                       "no figures for its end");
     }
     else if (rq->measured) {
-        if (sbt_sock_tcp_info(conn->sock.fd, &end) == 0 && !rq->shared) {
+        if (sbt_sock_info(&conn->sock, &end, &did) && !rq->shared) {
             conn->last_end = end;
         }
-        if (conn->sock.state != SBT_SOCK_FIXED) {
-            sbt_sock_refresh(&conn->sock, &did);
-        }
+        did.call = NULL;        /* figures for the notes: not counted */
+        sbt_sock_recheck(&conn->sock, &did);
     }
     requested = sbt_sock_locked_at(&conn->sock);
-    o->effective = conn->sock.effective;
+    o->effective = sbt_sock_effective(&conn->sock);
     sbt_conn_leave(r->connection);
 
     sbt_sock_tally(r->connection, &did, &rq->tally);
@@ -575,7 +564,7 @@ static int sbt_pre_connection(conn_rec *c, void *csd)
 #endif
     conn = apr_pcalloc(c->pool, sizeof(*conn));
     conn->csd = csd;
-    sbt_sock_init(&conn->sock, sbt_sock_fd(csd));
+    sbt_sock_init(&conn->sock, csd);
     ap_set_module_config(c->conn_config, &sndbuf_tune_module, conn);
     /* Prior-knowledge h2c and ALPN h2 to the address's default vhost
      * pass no protocol switch before their streams start. */
@@ -597,10 +586,9 @@ static void sbt_report_listeners(server_rec *s)
     ap_listen_rec *lr;
 
     for (lr = ap_listeners; lr; lr = lr->next) {
-        int fd = sbt_sock_fd(lr->sd), locked = 0, size = 0;
+        int size = sbt_sock_listener_locked(lr->sd);
 
-        if (fd < 0 || sbt_sock_sndbuf_locked(fd, &locked) || !locked
-            || sbt_sock_get_sndbuf(fd, &size)) {
+        if (!size) {
             continue;
         }
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,

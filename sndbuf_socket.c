@@ -38,12 +38,32 @@ static int sbt_initial_size(void)
                                   : SBT_DEFAULT_INITIAL;
 }
 
-void sbt_sock_init(sbt_sock_t *s, int fd)
+void sbt_sock_init(sbt_sock_t *s, apr_socket_t *csd)
 {
-    s->fd = fd;
+    s->fd = sbt_sock_fd(csd);
     s->state = SBT_SOCK_UNKNOWN;
     s->requested = 0;
     s->effective = -1;
+}
+
+void sbt_sock_attach(sbt_sock_t *s, apr_socket_t *csd)
+{
+    int fd = sbt_sock_fd(csd);
+
+    /* Written only when it changes: HTTP/2 streams read it. */
+    if (fd != s->fd) {
+        s->fd = fd;
+    }
+}
+
+int sbt_sock_open(const sbt_sock_t *s)
+{
+    return s->fd >= 0;
+}
+
+int sbt_sock_effective(const sbt_sock_t *s)
+{
+    return s->effective;
 }
 
 static void sbt_failed(sbt_sock_did_t *did, const char *call, int err,
@@ -81,6 +101,14 @@ void sbt_sock_resolve(sbt_sock_t *s, sbt_sock_did_t *did)
     }
     s->state = locked ? SBT_SOCK_LOCKED : SBT_SOCK_AUTOTUNED;
     sbt_sock_refresh(s, did);
+}
+
+void sbt_sock_recheck(sbt_sock_t *s, sbt_sock_did_t *did)
+{
+    /* Our own lock holds the size we read when we set it. */
+    if (s->state != SBT_SOCK_FIXED) {
+        sbt_sock_refresh(s, did);
+    }
 }
 
 int sbt_sock_locked_at(const sbt_sock_t *s)
@@ -197,6 +225,17 @@ int sbt_sock_info(const sbt_sock_t *s, sbt_tcp_info_t *ti,
         sbt_failed(did, "getsockopt(TCP_INFO)", rv, "no TCP_INFO");
     }
     return rv == 0;
+}
+
+int sbt_sock_listener_locked(apr_socket_t *sd)
+{
+    int fd = sbt_sock_fd(sd), locked = 0, size = 0;
+
+    if (fd < 0 || sbt_sock_sndbuf_locked(fd, &locked) || !locked
+        || sbt_sock_get_sndbuf(fd, &size)) {
+        return 0;
+    }
+    return size;
 }
 
 int sbt_sock_loss_based(const sbt_sock_t *s)

@@ -125,7 +125,8 @@ typedef enum {
     SBT_SOCK_FIXED              /**< locked by us, at .requested */
 } sbt_sock_state_e;
 
-/** What the module has done to one connection's socket. */
+/** What the module has done to one connection's socket; its fields are
+ *  sndbuf_socket.c's alone (the functions below read them). */
 typedef struct {
     int fd;                     /**< -1: no socket to act on */
     sbt_sock_state_e state;
@@ -143,7 +144,14 @@ typedef struct {
     int clamped;                /**< net.core.wmem_max capped the size */
 } sbt_sock_did_t;
 
-void sbt_sock_init(sbt_sock_t *s, int fd);
+void sbt_sock_init(sbt_sock_t *s, apr_socket_t *csd);
+/** Re-read the descriptor of @a csd: -1 once the MPM has closed it (the
+ *  bare number may already be another connection's). */
+void sbt_sock_attach(sbt_sock_t *s, apr_socket_t *csd);
+/** Is there a socket to act on? */
+int sbt_sock_open(const sbt_sock_t *s);
+/** getsockopt(SO_SNDBUF) after the last look; -1 unknown. */
+int sbt_sock_effective(const sbt_sock_t *s);
 /** Fix the buffer at @a size; on a @a shared (HTTP/2) socket only grow. */
 void sbt_sock_fix(sbt_sock_t *s, int size, int shared, sbt_sock_did_t *did);
 /** Give the buffer to kernel autotuning; on a @a shared socket never
@@ -153,6 +161,8 @@ void sbt_sock_unset(sbt_sock_t *s, int shared, sbt_sock_did_t *did);
 void sbt_sock_resolve(sbt_sock_t *s, sbt_sock_did_t *did);
 /** Re-read .effective (autotuning moves it).  FALSE on failure. */
 int sbt_sock_refresh(sbt_sock_t *s, sbt_sock_did_t *did);
+/** Re-read .effective unless our own lock holds it. */
+void sbt_sock_recheck(sbt_sock_t *s, sbt_sock_did_t *did);
 /** The SO_SNDBUF argument in force if a lock holds it, else 0. */
 int sbt_sock_locked_at(const sbt_sock_t *s);
 /** The kernel's buffer as last seen, or its initial size if unknown. */
@@ -163,6 +173,8 @@ void sbt_sock_give_back(sbt_sock_t *s, sbt_sock_did_t *did);
 /** TCP_INFO of the socket.  FALSE (and @a did says why) on failure. */
 int sbt_sock_info(const sbt_sock_t *s, sbt_tcp_info_t *ti,
                   sbt_sock_did_t *did);
+/** The size core's SendBufferSize locked listener @a sd at, or 0. */
+int sbt_sock_listener_locked(apr_socket_t *sd);
 /** Does the socket's congestion control fill queues by design (not
  *  bbr)?  Unknown counts as loss-based, the kernel's default. */
 int sbt_sock_loss_based(const sbt_sock_t *s);
