@@ -19,14 +19,13 @@
  * HTTP/2 streams share their primary connection's socket, so there the
  * largest size any stream asks for wins for the connection's life.
  *
- * This file holds the hooks, the per-connection and per-request state,
- * and the response's figures (TCP_INFO at its start and end);
- * sndbuf_tune.h lists the other files.
+ * This file holds the hooks, the per-request state and the response's
+ * figures (TCP_INFO at its start and end); sndbuf_tune.h lists the
+ * other files.
  */
 
 #include "httpd.h"
 #include "http_config.h"
-#include "http_connection.h"
 #include "http_core.h"
 #include "http_log.h"
 #include "http_main.h"
@@ -36,7 +35,6 @@
 #include "ap_mmn.h"
 
 #include "apr_strings.h"
-#include "apr_thread_mutex.h"
 
 #include "sndbuf_tune.h"
 
@@ -47,120 +45,9 @@ static const char *const sbt_policy_names[] = {
 /* Measures the response and, for auto, carries it (sndbuf_auto.c). */
 static ap_filter_rec_t *sbt_response_filter_handle;
 
-#if APR_HAS_THREADS
-/** For the streams of a connection that has no lock of its own (its
- *  creation failed, or HTTP/2 came where pre_connection and the
- *  protocol switch did not expect it): correct, but one per process. */
-static apr_thread_mutex_t *sbt_shared_mutex;
-#endif
-
 /* ---------------------------------------------------------------- */
 /* State                                                            */
 /* ---------------------------------------------------------------- */
-
-#if APR_HAS_THREADS
-/** The lock @a c takes on its primary's state: the connection's own once
- *  it has one (streams, and the primary's thread, which then has streams
- *  beside it: an h2c Upgrade request is logged there), else the
- *  process's for a stream, else none (HTTP/1: one thread at a time). */
-static apr_thread_mutex_t *sbt_conn_mutex(conn_rec *c, sbt_conn_t *conn)
-{
-    if (conn->mutex) {
-        return conn->mutex;
-    }
-    return c->master ? sbt_shared_mutex : NULL;
-}
-#endif
-
-sbt_conn_t *sbt_conn_enter(conn_rec *c)
-{
-    conn_rec *primary = c->master ? c->master : c;
-    sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
-                                            &sndbuf_tune_module);
-#if APR_HAS_THREADS
-    apr_thread_mutex_t *mutex;
-#endif
-
-    if (!conn) {
-        return NULL;
-    }
-#if APR_HAS_THREADS
-    mutex = sbt_conn_mutex(c, conn);
-    if (mutex) {
-        if (apr_thread_mutex_lock(mutex) != APR_SUCCESS) {
-            return NULL;
-        }
-    }
-    else if (c->master) {
-        return NULL;
-    }
-#endif
-    /* The event MPM may close the socket before the last response is
-     * logged (a write completion that timed out). */
-    sbt_sock_attach(&conn->sock, conn->csd);
-    return conn;
-}
-
-void sbt_conn_leave(conn_rec *c)
-{
-#if APR_HAS_THREADS
-    conn_rec *primary = c->master ? c->master : c;
-    sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
-                                            &sndbuf_tune_module);
-    apr_thread_mutex_t *mutex = conn ? sbt_conn_mutex(c, conn) : NULL;
-
-    if (mutex) {
-        apr_thread_mutex_unlock(mutex);
-    }
-#else
-    (void)c;
-#endif
-}
-
-/** Give @a conn its own lock, in the primary connection's thread (its
- *  pool is not for other threads) and before any stream exists. */
-static void sbt_conn_make_mutex(conn_rec *c, sbt_conn_t *conn)
-{
-#if APR_HAS_THREADS
-    apr_status_t rv;
-
-    if (conn->mutex) {
-        return;
-    }
-    rv = apr_thread_mutex_create(&conn->mutex, APR_THREAD_MUTEX_DEFAULT,
-                                 c->pool);
-    if (rv != APR_SUCCESS) {
-        conn->mutex = NULL;
-        ap_log_cerror(APLOG_MARK, APLOG_DEBUG, rv, c, "SndbufTune: no "
-                      "lock for this connection, its HTTP/2 streams share "
-                      "the process's");
-    }
-#else
-    (void)c; (void)conn;
-#endif
-}
-
-static int sbt_is_h2(const char *protocol)
-{
-    return !strcmp(protocol, "h2") || !strcmp(protocol, "h2c");
-}
-
-/** HTTP/2 by ALPN (to an SNI vhost whose Protocols differ from the
- *  address's default) or by an h2c Upgrade: the primary's thread, just
- *  before mod_http2 starts the session.  Never takes the switch. */
-static int sbt_protocol_switch(conn_rec *c, request_rec *r, server_rec *s,
-                               const char *protocol)
-{
-    sbt_conn_t *conn;
-
-    (void)r; (void)s;
-    if (!c->master && sbt_is_h2(protocol)
-        && (conn = ap_get_module_config(c->conn_config,
-                                        &sndbuf_tune_module)) != NULL) {
-        sbt_conn_make_mutex(c, conn);
-    }
-    return DECLINED;
-}
 
 sbt_req_t *sbt_req_get(request_rec *r)
 {
@@ -545,37 +432,6 @@ static int sbt_log_transaction(request_rec *r)
 }
 
 /* ---------------------------------------------------------------- */
-/* Connections                                                      */
-/* ---------------------------------------------------------------- */
-
-static int sbt_pre_connection(conn_rec *c, void *csd)
-{
-    sbt_conn_t *conn;
-
-    /* HTTP/2 streams use their primary's state; proxy backends are not
-     * ours to tune. */
-    if (c->master) {
-        return DECLINED;
-    }
-#if AP_MODULE_MAGIC_AT_LEAST(20120211, 116)
-    if (c->outgoing) {
-        return DECLINED;
-    }
-#endif
-    conn = apr_pcalloc(c->pool, sizeof(*conn));
-    conn->csd = csd;
-    sbt_sock_init(&conn->sock, csd);
-    ap_set_module_config(c->conn_config, &sndbuf_tune_module, conn);
-    /* Prior-knowledge h2c and ALPN h2 to the address's default vhost
-     * pass no protocol switch before their streams start. */
-    if (ap_is_allowed_protocol(c, NULL, c->base_server, "h2")
-        || ap_is_allowed_protocol(c, NULL, c->base_server, "h2c")) {
-        sbt_conn_make_mutex(c, conn);
-    }
-    return DECLINED;
-}
-
-/* ---------------------------------------------------------------- */
 /* Startup                                                          */
 /* ---------------------------------------------------------------- */
 
@@ -637,23 +493,6 @@ static int sbt_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     return OK;
 }
 
-static void sbt_child_init(apr_pool_t *pchild, server_rec *s)
-{
-#if APR_HAS_THREADS
-    apr_status_t rv = apr_thread_mutex_create(&sbt_shared_mutex,
-                                              APR_THREAD_MUTEX_DEFAULT,
-                                              pchild);
-    if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "cannot create the "
-                     "fallback mutex for HTTP/2 connections; the streams "
-                     "of one without its own lock will not be tuned");
-        sbt_shared_mutex = NULL;
-    }
-#else
-    (void)pchild; (void)s;
-#endif
-}
-
 static void sbt_register_hooks(apr_pool_t *p)
 {
     (void)p;
@@ -661,16 +500,6 @@ static void sbt_register_hooks(apr_pool_t *p)
      * are open (the MPM's open_logs), before children fork, so they
      * inherit the answers. */
     ap_hook_post_config(sbt_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-    /* The fallback HTTP/2 lock is per process. */
-    ap_hook_child_init(sbt_child_init, NULL, NULL, APR_HOOK_MIDDLE);
-    /* pre_connection: the per-connection state is made in the primary
-     * connection's own thread, before any HTTP/2 stream exists, so that
-     * streams (on other threads) never allocate from its pool. */
-    ap_hook_pre_connection(sbt_pre_connection, NULL, NULL, APR_HOOK_MIDDLE);
-    /* protocol_switch: a connection that turns to HTTP/2 gets its lock
-     * here, in its own thread, before mod_http2 (MIDDLE) takes the
-     * switch and starts streams. */
-    ap_hook_protocol_switch(sbt_protocol_switch, NULL, NULL, APR_HOOK_FIRST);
     /* insert_filter: the last hook before the handler, after every
      * fixup.  The name-based vhost (Host: or SNI, in r->server) is known
      * since post_read_request, but the per-dir config is final only now:
@@ -688,10 +517,12 @@ static void sbt_register_hooks(apr_pool_t *p)
     sbt_response_filter_handle =
         ap_register_output_filter("SNDBUF_TUNE", sbt_response_filter, NULL,
                                   AP_FTYPE_TRANSCODE + 5);
+    sbt_conn_register_hooks();
     sbt_config_register_hooks();
     sbt_auto_register_hooks();
     sbt_path_register_hooks();
     sbt_status_register_hooks();
+    sbt_status_page_register_hooks();
 }
 
 AP_DECLARE_MODULE(sndbuf_tune) = {

@@ -497,5 +497,4 @@ void sbt_status_register_hooks(void)
     /* pre_mpm: run by the MPM at start and full restart only, never on a
      * graceful one: the moment to zero the counters. */
     ap_hook_pre_mpm(sbt_status_pre_mpm, NULL, NULL, APR_HOOK_MIDDLE);
-    sbt_status_page_register_hooks();
 }

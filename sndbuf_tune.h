@@ -5,7 +5,8 @@
  * @brief mod_sndbuf_tune: types shared by its source files.
  *
  * mod_sndbuf_tune.c   hooks: where in a request the policy is applied and
- *                     measured; per-connection and per-request state
+ *                     measured; per-request state
+ * sndbuf_conn.c       per-connection state and its HTTP/2 lock
  * sndbuf_config.c     directives, merging, the policy for a request
  * sndbuf_parse.c      the directives' value parsers (no httpd needed)
  * sndbuf_rules.c      SndbufTuneNetwork rules: longest-prefix match
@@ -190,7 +191,7 @@ typedef struct {
 void sbt_sock_tally(conn_rec *c, const sbt_sock_did_t *did, sbt_tally_t *t);
 
 /* ---------------------------------------------------------------- */
-/* mod_sndbuf_tune.c: per connection and per request                */
+/* sndbuf_conn.c: per connection                                    */
 /* ---------------------------------------------------------------- */
 
 typedef struct sbt_auto_t sbt_auto_t;
@@ -200,15 +201,14 @@ typedef struct sbt_auto_t sbt_auto_t;
  *  HTTP/2, reach it only between sbt_conn_enter and sbt_conn_leave,
  *  under the connection's lock; each part has one writer file. */
 typedef struct {
-    /** sndbuf_socket.c; sock.fd is re-read from @c csd at each
-     *  sbt_conn_enter (mod_sndbuf_tune.c). */
+    /** sndbuf_socket.c's; re-read from @c csd at each sbt_conn_enter. */
     sbt_sock_t sock;
     /** The connection's socket: APR sets its descriptor to -1 when the
      *  MPM closes it, which the bare number cannot tell (it may already
      *  be another connection's). */
     apr_socket_t *csd;
 #if APR_HAS_THREADS
-    /** mod_sndbuf_tune.c: serialises this connection's HTTP/2 streams
+    /** sndbuf_conn.c: serialises this connection's HTTP/2 streams
      *  and its own thread once it speaks HTTP/2; NULL on a connection
      *  that cannot (its streams would fall back to one lock per
      *  process). */
@@ -229,6 +229,11 @@ typedef struct {
  *  locked for HTTP/2 streams; NULL: leave this connection alone. */
 sbt_conn_t *sbt_conn_enter(conn_rec *c);
 void sbt_conn_leave(conn_rec *c);
+void sbt_conn_register_hooks(void);
+
+/* ---------------------------------------------------------------- */
+/* mod_sndbuf_tune.c: per request                                   */
+/* ---------------------------------------------------------------- */
 
 /** Per request a policy applies to (r->request_config). */
 typedef struct {
@@ -326,5 +331,7 @@ typedef struct {
 /* sndbuf_status.c */
 void sbt_status_record(const sbt_outcome_t *o);
 void sbt_status_register_hooks(void);
+/* sndbuf_status_page.c: the handler and mod_status's section */
+void sbt_status_page_register_hooks(void);
 
 #endif /* SNDBUF_TUNE_H */
