@@ -201,7 +201,7 @@ static void sbt_insert_filter(request_rec *r)
     /* This response takes the socket over from any before it (HTTP/1:
      * only the primary's own thread follows a response it drains). */
     if (!rq->shared) {
-        conn->draining = NULL;
+        sbt_conn_follow(conn, NULL, NULL);
     }
     done = sbt_apply(r, rq, conn);
     /* No socket: nothing to watch. */
@@ -366,17 +366,17 @@ static void sbt_note_figures(request_rec *r, const sbt_req_t *rq,
 /** The outcome of @a rq's response: its figures, and auto's. */
 static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
 {
-    sbt_conn_t *conn = sbt_conn_enter(r->connection);
+    sbt_conn_t *conn;
     sbt_auto_outcome_t ao = {0};
     sbt_tcp_info_t end = {0};
     sbt_sock_did_t did = {0};
     int requested;
 
-    if (!conn) {
-        return;
-    }
     if (rq->au) {
-        sbt_auto_end(rq->au, conn, &ao);
+        sbt_auto_end(rq->au, &ao);
+    }
+    if ((conn = sbt_conn_enter(r->connection)) == NULL) {
+        return;
     }
     if (rq->measured && !sbt_sock_open(&conn->sock)) {
         /* Closed: the figures of the kernel are gone with the socket. */

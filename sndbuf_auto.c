@@ -240,7 +240,7 @@ const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
                         ? a->law.min_rtt_us : SBT_AUTO_MIN_INTERVAL;
     }
     if (!a->rq->shared && sbt_async_mpm) {
-        conn->draining = a;
+        sbt_conn_follow(conn, a, r->pool);
     }
     return apr_psprintf(r->pool, "%s; rtt %uus%s, rate %" APR_UINT64_T_FMT
                         " B/s (%s), %s congestion control%s",
@@ -256,11 +256,8 @@ const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
                         a->flush ? "; chunks flushed" : "");
 }
 
-void sbt_auto_end(sbt_auto_t *a, sbt_conn_t *conn, sbt_auto_outcome_t *o)
+void sbt_auto_end(const sbt_auto_t *a, sbt_auto_outcome_t *o)
 {
-    if (!a->rq->shared && conn->draining == a) {
-        conn->draining = NULL;
-    }
     o->rtt_us = a->law.min_rtt_us;
     o->rate = a->law.rate;
     o->retunes = a->retunes;
@@ -394,15 +391,14 @@ apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
  *  response in write completion, the socket having drained. */
 static void sbt_auto_resume_connection(conn_rec *c, request_rec *r)
 {
-    sbt_conn_t *conn;
+    sbt_auto_t *a;
 
     (void)r;
     if (c->master || !c->cs || c->cs->state != CONN_STATE_WRITE_COMPLETION) {
         return;
     }
-    conn = ap_get_module_config(c->conn_config, &sndbuf_tune_module);
-    if (conn && conn->draining) {
-        sbt_auto_look(conn->draining, c);
+    if ((a = sbt_conn_draining(c)) != NULL) {
+        sbt_auto_look(a, c);
     }
 }
 

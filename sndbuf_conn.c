@@ -86,6 +86,45 @@ void sbt_conn_leave(conn_rec *c)
 #endif
 }
 
+/** What a request pool's cleanup needs to stop following its response. */
+typedef struct {
+    sbt_conn_t *conn;
+    const sbt_auto_t *au;
+} sbt_follow_t;
+
+static apr_status_t sbt_conn_unfollow(void *data)
+{
+    const sbt_follow_t *f = data;
+
+    /* A later response may have been followed since (pipelining). */
+    if (f->conn->draining == f->au) {
+        f->conn->draining = NULL;
+    }
+    return APR_SUCCESS;
+}
+
+void sbt_conn_follow(sbt_conn_t *conn, sbt_auto_t *au, apr_pool_t *pool)
+{
+    sbt_follow_t *f;
+
+    conn->draining = au;
+    if (au) {
+        f = apr_palloc(pool, sizeof(*f));
+        f->conn = conn;
+        f->au = au;
+        apr_pool_cleanup_register(pool, f, sbt_conn_unfollow,
+                                  apr_pool_cleanup_null);
+    }
+}
+
+sbt_auto_t *sbt_conn_draining(conn_rec *c)
+{
+    sbt_conn_t *conn = ap_get_module_config(c->conn_config,
+                                            &sndbuf_tune_module);
+
+    return conn ? conn->draining : NULL;
+}
+
 /** Give @a conn its own lock, in the primary connection's thread (its
  *  pool is not for other threads) and before any stream exists. */
 static void sbt_conn_make_mutex(conn_rec *c, sbt_conn_t *conn)

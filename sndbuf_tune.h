@@ -217,8 +217,9 @@ typedef struct {
     /** sndbuf_auto.c: the measured rate, carried to the next response
      *  (bytes/s; 0 = nothing measured yet). */
     apr_uint64_t rate_estimate;
-    /** sndbuf_auto.c: the HTTP/1 response auto follows while the event
-     *  MPM writes it without a worker (write completion), or NULL. */
+    /** sndbuf_conn.c (sbt_conn_follow): the HTTP/1 response auto
+     *  follows while the event MPM writes it without a worker (write
+     *  completion), or NULL; never past its request's pool. */
     sbt_auto_t *draining;
     /** mod_sndbuf_tune.c: TCP_INFO where the previous response ended,
      *  the next one's baseline; valid == 0 when there is none. */
@@ -229,6 +230,11 @@ typedef struct {
  *  locked for HTTP/2 streams; NULL: leave this connection alone. */
 sbt_conn_t *sbt_conn_enter(conn_rec *c);
 void sbt_conn_leave(conn_rec *c);
+/** HTTP/1: follow @a au (NULL: none) while the MPM drains its response,
+ *  until @a pool, its request's, is cleared or another is followed. */
+void sbt_conn_follow(sbt_conn_t *conn, sbt_auto_t *au, apr_pool_t *pool);
+/** The response @a c (a primary connection) follows, or NULL. */
+sbt_auto_t *sbt_conn_draining(conn_rec *c);
 void sbt_conn_register_hooks(void);
 
 /* ---------------------------------------------------------------- */
@@ -294,14 +300,14 @@ const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn);
 /** Pass @a bb on, cut so that auto can look between the pieces. */
 apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *au,
                            apr_bucket_brigade *bb);
-/** auto's part of the outcome; the connection stops following it. */
+/** auto's part of the outcome. */
 typedef struct {
     apr_uint32_t rtt_us;
     apr_uint64_t rate;          /**< bytes/s */
     int retunes;
     sbt_tally_t tally;
 } sbt_auto_outcome_t;
-void sbt_auto_end(sbt_auto_t *au, sbt_conn_t *conn, sbt_auto_outcome_t *o);
+void sbt_auto_end(const sbt_auto_t *au, sbt_auto_outcome_t *o);
 void sbt_auto_register_hooks(void);
 
 /* sndbuf_path.c */
