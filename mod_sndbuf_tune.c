@@ -275,7 +275,7 @@ static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
     }
     conn->last_end.valid = 0;
     if (rq->d.tune.policy == SBT_POLICY_AUTO) {
-        done = sbt_auto_begin(r, rq, conn);
+        rq->au = sbt_auto_begin(r, rq, conn, &done);
     }
     sbt_conn_leave(r->connection);
     if (done) {

@@ -211,20 +211,21 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     sbt_conn_leave(c);
 }
 
-const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
+sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
+                           sbt_conn_t *conn, const char **done)
 {
     sbt_auto_t *a;
     sbt_sock_did_t did = {0};
     sbt_law_sample_t s;
 
     if (!(rq->start.valid & SBT_TI_BASE)) {
-        return "no TCP_INFO, socket left as it was";
+        *done = "no TCP_INFO, socket left as it was";
+        return NULL;
     }
     a = apr_pcalloc(r->pool, sizeof(*a));
     a->rq = rq;
     a->flush = !rq->shared && !sbt_async_mpm;
     sbt_auto_limits(&a->lim, rq);
-    rq->au = a;
 
     sbt_sock_resolve(&conn->sock, &did);
     sbt_sock_tally(r->connection, &did, &a->tally);
@@ -242,18 +243,20 @@ const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
     if (!a->rq->shared && sbt_async_mpm) {
         sbt_conn_follow(conn, a, r->pool);
     }
-    return apr_psprintf(r->pool, "%s; rtt %uus%s, rate %" APR_UINT64_T_FMT
-                        " B/s (%s), %s congestion control%s",
-                        a->law.ramping ? "left to autotuning while the rate "
-                                         "ramps up"
-                                       : "sized from the rate and RTT",
-                        a->law.min_rtt_us,
-                        a->law.from_handshake ? " (handshake)" : "",
-                        a->law.rate, rq->d.tune.rate ? "configured"
-                                     : conn->rate_estimate ? "measured earlier"
-                                     : "to be measured",
-                        a->loss_based ? "loss-based" : "model-based",
-                        a->flush ? "; chunks flushed" : "");
+    *done = apr_psprintf(r->pool, "%s; rtt %uus%s, rate %" APR_UINT64_T_FMT
+                         " B/s (%s), %s congestion control%s",
+                         a->law.ramping ? "left to autotuning while the rate "
+                                          "ramps up"
+                                        : "sized from the rate and RTT",
+                         a->law.min_rtt_us,
+                         a->law.from_handshake ? " (handshake)" : "",
+                         a->law.rate,
+                         rq->d.tune.rate ? "configured"
+                         : conn->rate_estimate ? "measured earlier"
+                         : "to be measured",
+                         a->loss_based ? "loss-based" : "model-based",
+                         a->flush ? "; chunks flushed" : "");
+    return a;
 }
 
 void sbt_auto_end(const sbt_auto_t *a, sbt_auto_outcome_t *o)

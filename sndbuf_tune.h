@@ -257,7 +257,8 @@ typedef struct {
     int measured;
     sbt_tcp_info_t start;
     sbt_tally_t tally;
-    /** auto's controller for this response, or NULL. */
+    /** auto's controller for this response, or NULL (sbt_auto_begin's,
+     *  kept here by mod_sndbuf_tune.c). */
     sbt_auto_t *au;
 } sbt_req_t;
 
@@ -294,9 +295,10 @@ const sbt_network_t *sbt_rules_match(const sbt_rules_t *own,
                                      const apr_sockaddr_t *client);
 
 /* sndbuf_auto.c */
-/** Start auto for a response that is larger than the buffer in force;
- *  returns what was done, for the debug log. */
-const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn);
+/** Start auto for a response that is larger than the buffer in force:
+ *  its controller, or NULL; @a done says what was done (debug log). */
+sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
+                           sbt_conn_t *conn, const char **done);
 /** Pass @a bb on, cut so that auto can look between the pieces. */
 apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *au,
                            apr_bucket_brigade *bb);
