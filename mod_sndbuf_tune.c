@@ -229,29 +229,6 @@ static void sbt_insert_filter(request_rec *r)
 /* The response: measured only once it outgrows the buffer in force */
 /* ---------------------------------------------------------------- */
 
-/** The bytes in @a bb, -1 if a bucket's length is unknown; @a eos set
- *  when the brigade ends the response. */
-static apr_off_t sbt_brigade_bytes(apr_bucket_brigade *bb, int *eos)
-{
-    apr_bucket *e;
-    apr_off_t len = 0;
-
-    *eos = 0;
-    for (e = APR_BRIGADE_FIRST(bb); e != APR_BRIGADE_SENTINEL(bb);
-         e = APR_BUCKET_NEXT(e)) {
-        if (APR_BUCKET_IS_EOS(e)) {
-            *eos = 1;
-        }
-        else if (e->length == (apr_size_t)-1) {
-            return -1;
-        }
-        else {
-            len += e->length;
-        }
-    }
-    return len;
-}
-
 /** A response that has outgrown the buffer in force: the baseline of
  *  its figures and, for auto, its controller. */
 static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
@@ -308,19 +285,20 @@ static apr_status_t sbt_response_filter(ap_filter_t *f,
      * one the filter was added for, whose policy now applies. */
     sbt_req_t *rq = sbt_req_get(f->r);
     apr_off_t len;
-    int eos;
 
     if (rq && f->ctx != rq) {
         f->ctx = rq;
         rq->watching = rq->fits > 0;
     }
     if (rq && rq->watching) {
-        len = sbt_brigade_bytes(bb, &eos);
+        /* -1: a bucket of unknown length (not read here: it may block). */
+        apr_brigade_length(bb, 0, &len);
         if (len < 0 || (rq->passed += len) > rq->fits) {
             rq->watching = 0;
             sbt_response_begin(f->r, rq);
         }
-        else if (eos) {
+        else if (!APR_BRIGADE_EMPTY(bb)
+                 && APR_BUCKET_IS_EOS(APR_BRIGADE_LAST(bb))) {
             rq->watching = 0;
             sbt_response_fitted(f->r, rq);
         }
@@ -457,20 +435,13 @@ static void sbt_report_listeners(server_rec *s)
     }
 }
 
-static void sbt_report_kernel(server_rec *s)
+static void sbt_report_kernel(apr_pool_t *p, server_rec *s)
 {
     const sbt_kernel_t *k = &sbt_kernel;
     int largest = sbt_config_largest_size();
 
-    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
-                 "kernel limits: net.core.wmem_max %u, net.ipv4.tcp_wmem "
-                 "%u %u %u; SO_BUF_LOCK %s (unset %s give autotuning "
-                 "back); TCP_INFO %s (auto %s)", k->wmem_max,
-                 k->tcp_wmem[0], k->tcp_wmem[1], k->tcp_wmem[2],
-                 k->has_buf_lock ? "available" : "missing",
-                 k->has_buf_lock ? "can" : "cannot",
-                 k->has_tcp_info ? "available" : "missing",
-                 k->has_tcp_info ? "works" : "leaves sockets alone");
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, "%s",
+                 sbt_kernel_show(p, SBT_SHOW_LOG));
     if (k->wmem_max && (apr_uint32_t)largest > k->wmem_max) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      "a SndbufTune size or limit of %d exceeds "
@@ -483,11 +454,11 @@ static void sbt_report_kernel(server_rec *s)
 static int sbt_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                            apr_pool_t *ptemp, server_rec *s)
 {
-    (void)pconf; (void)plog; (void)ptemp;
+    (void)pconf; (void)plog;
     sbt_kernel_probe();
     /* Once per start or restart, not again in the preflight pass. */
     if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
-        sbt_report_kernel(s);
+        sbt_report_kernel(ptemp, s);
         sbt_report_listeners(s);
     }
     return OK;

@@ -115,4 +115,12 @@ const char *sbt_parse_limits(const char *min, const char *max,
  */
 const char *sbt_parse_policy(const char *arg, int *policy, int *size);
 
+/** @a out = the first @a bytes of @a in (may be the same) with every
+ *  bit past @a prefix cleared; were any of those bits set? */
+int sbt_mask_prefix(const unsigned char *in, unsigned char *out, int bytes,
+                    int prefix);
+
+/** FNV-1a (64 bits) of @a len bytes: the module's one hash. */
+uint64_t sbt_hash(const void *data, size_t len);
+
 #endif /* SNDBUF_PARSE_H */
