@@ -439,9 +439,15 @@ static void sbt_report_kernel(apr_pool_t *p, server_rec *s)
 {
     const sbt_kernel_t *k = &sbt_kernel;
     int largest = sbt_config_largest_size();
+    /* A stock kernel (212992 against 4194304): autotuning reaches further
+     * than any lock may, and auto's "never worse" rule applies. */
+    int narrow = k->wmem_max && k->wmem_max < k->tcp_wmem[2] / 2;
 
-    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, "%s",
-                 sbt_kernel_show(p, SBT_SHOW_LOG));
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, "%s%s",
+                 sbt_kernel_show(p, SBT_SHOW_LOG), narrow
+                 ? "; auto leaves a connection to autotuning where its path "
+                   "needs more than wmem_max grants (docs/troubleshooting.md)"
+                 : "");
     if (k->wmem_max && (apr_uint32_t)largest > k->wmem_max) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      "a SndbufTune size or limit of %d exceeds "
