@@ -196,6 +196,7 @@ static void sbt_insert_filter(request_rec *r)
     }
     rq = apr_pcalloc(r->pool, sizeof(*rq));
     rq->d = d;
+    rq->tally.clamped = d.clamped;
     rq->shared = c->master != NULL;
     ap_set_module_config(r->request_config, &sndbuf_tune_module, rq);
     /* This response takes the socket over from any before it (HTTP/1:

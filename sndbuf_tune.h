@@ -111,6 +111,9 @@ typedef struct {
     int limit_max;
     /** The SndbufTuneNetwork rule that decided, or NULL. */
     const sbt_network_t *network;
+    /** A .htaccess size came down to limit_max (the status page counts
+     *  it as clamped). */
+    int clamped;
 } sbt_decision_t;
 
 /* ---------------------------------------------------------------- */
