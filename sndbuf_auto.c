@@ -180,6 +180,12 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     sbt_conn_t *conn;
     sbt_sock_did_t did = {0};
 
+    /* The look's socket calls (TCP_INFO, SO_SNDBUF: no waiting on the
+     * network) run under the lock, so that another stream's fix cannot
+     * come between what is read and what is set.  The lock is this
+     * connection's: only its own streams wait, never other connections
+     * (but in the process-wide fallback of sndbuf_conn.c); HTTP/1 takes
+     * none. */
     if (a->stopped || now < a->next_look
         || (conn = sbt_conn_enter(c)) == NULL) {
         return;
