@@ -49,7 +49,8 @@ static ap_filter_rec_t *sbt_response_filter_handle;
 /* State                                                            */
 /* ---------------------------------------------------------------- */
 
-sbt_req_t *sbt_req_get(request_rec *r)
+/** The request's state, or NULL when no policy applies to it. */
+static sbt_req_t *sbt_req_get(request_rec *r)
 {
     return ap_get_module_config(r->request_config, &sndbuf_tune_module);
 }

@@ -4,18 +4,7 @@
  * @file  sndbuf_tune.h
  * @brief mod_sndbuf_tune: types shared by its source files.
  *
- * mod_sndbuf_tune.c   hooks: where in a request the policy is applied and
- *                     measured; per-request state
- * sndbuf_conn.c       per-connection state and its HTTP/2 lock
- * sndbuf_config.c     directives, merging, the policy for a request
- * sndbuf_parse.c      the directives' value parsers (no httpd needed)
- * sndbuf_rules.c      SndbufTuneNetwork rules: longest-prefix match
- * sndbuf_socket.c     fixed/unset on a socket, and what was done to it
- * sndbuf_auto.c       "auto": the control law and when it looks
- * sndbuf_path.c       per client address, the lowest minimum RTT seen
- * sndbuf_status.c     counters in shared memory (layout: sndbuf_status.h)
- * sndbuf_status_page.c  the status page and mod_status's section
- * sndbuf_kernel.c     socket options and sysctls (the only syscalls)
+ * README.md's Layout says what each file holds.
  *
  * Each file writes only its own state; names shared between files carry
  * the prefix sbt_ (sndbuf_tune).
@@ -265,8 +254,6 @@ typedef struct {
     sbt_auto_t *au;
 } sbt_req_t;
 
-/** The request's state, or NULL when no policy applies to it. */
-sbt_req_t *sbt_req_get(request_rec *r);
 
 /* ---------------------------------------------------------------- */
 /* Other files                                                      */
