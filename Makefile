@@ -10,7 +10,7 @@
 
 APXS      ?= apxs
 LIBEXECDIR = $(shell $(APXS) -q LIBEXECDIR 2>/dev/null)
-SOURCES    = mod_sndbuf_tune.c sndbuf_config.c sndbuf_parse.c sndbuf_rules.c sndbuf_socket.c sndbuf_auto.c sndbuf_law.c \
+SOURCES    = mod_sndbuf_tune.c sndbuf_conn.c sndbuf_config.c sndbuf_parse.c sndbuf_rules.c sndbuf_socket.c sndbuf_auto.c sndbuf_law.c \
              sndbuf_path.c sndbuf_status.c sndbuf_status_page.c \
              sndbuf_kernel.c
 HEADERS    = sndbuf_tune.h sndbuf_law.h sndbuf_kernel.h sndbuf_parse.h sndbuf_status.h

@@ -19,14 +19,13 @@
  * HTTP/2 streams share their primary connection's socket, so there the
  * largest size any stream asks for wins for the connection's life.
  *
- * This file holds the hooks, the per-connection and per-request state,
- * and the response's figures (TCP_INFO at its start and end);
- * sndbuf_tune.h lists the other files.
+ * This file holds the hooks, the per-request state and the response's
+ * figures (TCP_INFO at its start and end); sndbuf_tune.h lists the
+ * other files.
  */
 
 #include "httpd.h"
 #include "http_config.h"
-#include "http_connection.h"
 #include "http_core.h"
 #include "http_log.h"
 #include "http_main.h"
@@ -36,7 +35,6 @@
 #include "ap_mmn.h"
 
 #include "apr_strings.h"
-#include "apr_thread_mutex.h"
 
 #include "sndbuf_tune.h"
 
@@ -47,134 +45,12 @@ static const char *const sbt_policy_names[] = {
 /* Measures the response and, for auto, carries it (sndbuf_auto.c). */
 static ap_filter_rec_t *sbt_response_filter_handle;
 
-#if APR_HAS_THREADS
-/** For the streams of a connection that has no lock of its own (its
- *  creation failed, or HTTP/2 came where pre_connection and the
- *  protocol switch did not expect it): correct, but one per process. */
-static apr_thread_mutex_t *sbt_shared_mutex;
-#endif
-
 /* ---------------------------------------------------------------- */
 /* State                                                            */
 /* ---------------------------------------------------------------- */
 
-/** Bring conn->sock.fd up to date: -1 once the MPM has closed the
- *  socket.  The event MPM may close it before the last response is
- *  logged (a write completion that timed out), and under load the
- *  number then belongs to the next connection accepted. */
-static void sbt_conn_socket(sbt_conn_t *conn)
-{
-    int fd = sbt_sock_fd(conn->csd);
-
-    /* Written only when it changes: HTTP/2 streams read it. */
-    if (fd != conn->sock.fd) {
-        conn->sock.fd = fd;
-    }
-}
-
-#if APR_HAS_THREADS
-/** The lock @a c takes on its primary's state: the connection's own once
- *  it has one (streams, and the primary's thread, which then has streams
- *  beside it: an h2c Upgrade request is logged there), else the
- *  process's for a stream, else none (HTTP/1: one thread at a time). */
-static apr_thread_mutex_t *sbt_conn_mutex(conn_rec *c, sbt_conn_t *conn)
-{
-    if (conn->mutex) {
-        return conn->mutex;
-    }
-    return c->master ? sbt_shared_mutex : NULL;
-}
-#endif
-
-sbt_conn_t *sbt_conn_enter(conn_rec *c)
-{
-    conn_rec *primary = c->master ? c->master : c;
-    sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
-                                            &sndbuf_tune_module);
-#if APR_HAS_THREADS
-    apr_thread_mutex_t *mutex;
-#endif
-
-    if (!conn) {
-        return NULL;
-    }
-#if APR_HAS_THREADS
-    mutex = sbt_conn_mutex(c, conn);
-    if (mutex) {
-        if (apr_thread_mutex_lock(mutex) != APR_SUCCESS) {
-            return NULL;
-        }
-    }
-    else if (c->master) {
-        return NULL;
-    }
-#endif
-    sbt_conn_socket(conn);
-    return conn;
-}
-
-void sbt_conn_leave(conn_rec *c)
-{
-#if APR_HAS_THREADS
-    conn_rec *primary = c->master ? c->master : c;
-    sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
-                                            &sndbuf_tune_module);
-    apr_thread_mutex_t *mutex = conn ? sbt_conn_mutex(c, conn) : NULL;
-
-    if (mutex) {
-        apr_thread_mutex_unlock(mutex);
-    }
-#else
-    (void)c;
-#endif
-}
-
-/** Give @a conn its own lock, in the primary connection's thread (its
- *  pool is not for other threads) and before any stream exists. */
-static void sbt_conn_make_mutex(conn_rec *c, sbt_conn_t *conn)
-{
-#if APR_HAS_THREADS
-    apr_status_t rv;
-
-    if (conn->mutex) {
-        return;
-    }
-    rv = apr_thread_mutex_create(&conn->mutex, APR_THREAD_MUTEX_DEFAULT,
-                                 c->pool);
-    if (rv != APR_SUCCESS) {
-        conn->mutex = NULL;
-        ap_log_cerror(APLOG_MARK, APLOG_DEBUG, rv, c, "SndbufTune: no "
-                      "lock for this connection, its HTTP/2 streams share "
-                      "the process's");
-    }
-#else
-    (void)c; (void)conn;
-#endif
-}
-
-static int sbt_is_h2(const char *protocol)
-{
-    return !strcmp(protocol, "h2") || !strcmp(protocol, "h2c");
-}
-
-/** HTTP/2 by ALPN (to an SNI vhost whose Protocols differ from the
- *  address's default) or by an h2c Upgrade: the primary's thread, just
- *  before mod_http2 starts the session.  Never takes the switch. */
-static int sbt_protocol_switch(conn_rec *c, request_rec *r, server_rec *s,
-                               const char *protocol)
-{
-    sbt_conn_t *conn;
-
-    (void)r; (void)s;
-    if (!c->master && sbt_is_h2(protocol)
-        && (conn = ap_get_module_config(c->conn_config,
-                                        &sndbuf_tune_module)) != NULL) {
-        sbt_conn_make_mutex(c, conn);
-    }
-    return DECLINED;
-}
-
-sbt_req_t *sbt_req_get(request_rec *r)
+/** The request's state, or NULL when no policy applies to it. */
+static sbt_req_t *sbt_req_get(request_rec *r)
 {
     return ap_get_module_config(r->request_config, &sndbuf_tune_module);
 }
@@ -232,7 +108,7 @@ static const char *sbt_apply(request_rec *r, sbt_req_t *rq,
 {
     sbt_sock_did_t did = {0};
 
-    if (conn->sock.fd < 0) {
+    if (!sbt_sock_open(&conn->sock)) {
         return "no socket, nothing done";
     }
     if (rq->d.tune.policy == SBT_POLICY_FIXED) {
@@ -259,7 +135,7 @@ static void sbt_note_decision(request_rec *r, const sbt_req_t *rq,
     sbt_env(r, SBT_NOTE_POLICY, policy);
     sbt_env(r, SBT_NOTE_RULE, sbt_rule_env(r, rq->d.tune.rule));
     sbt_env(r, SBT_NOTE_REQUESTED, sbt_num(r, locked ? locked : -1));
-    sbt_env(r, SBT_NOTE_EFFECTIVE, sbt_num(r, sock->effective));
+    sbt_env(r, SBT_NOTE_EFFECTIVE, sbt_num(r, sbt_sock_effective(sock)));
     sbt_note(r, SBT_NOTE_POLICY, policy);
     sbt_note(r, SBT_NOTE_RULE, rq->d.tune.rule);
 }
@@ -321,16 +197,18 @@ static void sbt_insert_filter(request_rec *r)
     }
     rq = apr_pcalloc(r->pool, sizeof(*rq));
     rq->d = d;
+    rq->tally.clamped = d.clamped;
     rq->shared = c->master != NULL;
     ap_set_module_config(r->request_config, &sndbuf_tune_module, rq);
     /* This response takes the socket over from any before it (HTTP/1:
      * only the primary's own thread follows a response it drains). */
     if (!rq->shared) {
-        conn->draining = NULL;
+        sbt_conn_follow(conn, NULL, NULL);
     }
     done = sbt_apply(r, rq, conn);
     /* No socket: nothing to watch. */
-    rq->fits = conn->sock.fd < 0 ? 0 : sbt_sock_known_size(&conn->sock);
+    rq->fits = sbt_sock_open(&conn->sock) ? sbt_sock_known_size(&conn->sock)
+                                          : 0;
     sbt_note_decision(r, rq, &conn->sock);
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                   "SndbufTune %s for %s%s by %s%s: %s; effective %d",
@@ -338,7 +216,7 @@ static void sbt_insert_filter(request_rec *r)
                   rq->shared ? " (HTTP/2 stream)" : "", d.tune.rule,
                   inherited ? ", the policy of the request this internal "
                               "redirect replaces" : "", done,
-                  conn->sock.effective);
+                  sbt_sock_effective(&conn->sock));
     sbt_conn_leave(c);
 
     /* An internal redirect keeps the filter of the request it replaces
@@ -353,35 +231,13 @@ static void sbt_insert_filter(request_rec *r)
 /* The response: measured only once it outgrows the buffer in force */
 /* ---------------------------------------------------------------- */
 
-/** The bytes in @a bb, -1 if a bucket's length is unknown; @a eos set
- *  when the brigade ends the response. */
-static apr_off_t sbt_brigade_bytes(apr_bucket_brigade *bb, int *eos)
-{
-    apr_bucket *e;
-    apr_off_t len = 0;
-
-    *eos = 0;
-    for (e = APR_BRIGADE_FIRST(bb); e != APR_BRIGADE_SENTINEL(bb);
-         e = APR_BUCKET_NEXT(e)) {
-        if (APR_BUCKET_IS_EOS(e)) {
-            *eos = 1;
-        }
-        else if (e->length == (apr_size_t)-1) {
-            return -1;
-        }
-        else {
-            len += e->length;
-        }
-    }
-    return len;
-}
-
 /** A response that has outgrown the buffer in force: the baseline of
  *  its figures and, for auto, its controller. */
 static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
 {
     sbt_conn_t *conn = sbt_conn_enter(r->connection);
     const char *done = NULL;
+    sbt_sock_did_t did = {0};    /* no figures: nothing to count */
 
     if (!conn) {
         return;
@@ -393,12 +249,12 @@ static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
     if (!rq->shared && conn->last_end.valid) {
         rq->start = conn->last_end;
     }
-    else if (conn->sock.fd >= 0) {
-        sbt_sock_tcp_info(conn->sock.fd, &rq->start);
+    else {
+        sbt_sock_info(&conn->sock, &rq->start, &did);
     }
     conn->last_end.valid = 0;
     if (rq->d.tune.policy == SBT_POLICY_AUTO) {
-        done = sbt_auto_begin(r, rq, conn);
+        rq->au = sbt_auto_begin(r, rq, conn, &done);
     }
     sbt_conn_leave(r->connection);
     if (done) {
@@ -431,19 +287,20 @@ static apr_status_t sbt_response_filter(ap_filter_t *f,
      * one the filter was added for, whose policy now applies. */
     sbt_req_t *rq = sbt_req_get(f->r);
     apr_off_t len;
-    int eos;
 
     if (rq && f->ctx != rq) {
         f->ctx = rq;
         rq->watching = rq->fits > 0;
     }
     if (rq && rq->watching) {
-        len = sbt_brigade_bytes(bb, &eos);
+        /* -1: a bucket of unknown length (not read here: it may block). */
+        apr_brigade_length(bb, 0, &len);
         if (len < 0 || (rq->passed += len) > rq->fits) {
             rq->watching = 0;
             sbt_response_begin(f->r, rq);
         }
-        else if (eos) {
+        else if (!APR_BRIGADE_EMPTY(bb)
+                 && APR_BUCKET_IS_EOS(APR_BRIGADE_LAST(bb))) {
             rq->watching = 0;
             sbt_response_fitted(f->r, rq);
         }
@@ -489,34 +346,33 @@ static void sbt_note_figures(request_rec *r, const sbt_req_t *rq,
 /** The outcome of @a rq's response: its figures, and auto's. */
 static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
 {
-    sbt_conn_t *conn = sbt_conn_enter(r->connection);
+    sbt_conn_t *conn;
     sbt_auto_outcome_t ao = {0};
     sbt_tcp_info_t end = {0};
     sbt_sock_did_t did = {0};
     int requested;
 
-    if (!conn) {
+    if (rq->au) {
+        sbt_auto_end(rq->au, &ao);
+    }
+    if ((conn = sbt_conn_enter(r->connection)) == NULL) {
         return;
     }
-    if (rq->au) {
-        sbt_auto_end(rq->au, conn, &ao);
-    }
-    if (rq->measured && conn->sock.fd < 0) {
+    if (rq->measured && !sbt_sock_open(&conn->sock)) {
         /* Closed: the figures of the kernel are gone with the socket. */
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "SndbufTune: the "
                       "socket was closed before the response was logged; "
                       "no figures for its end");
     }
     else if (rq->measured) {
-        if (sbt_sock_tcp_info(conn->sock.fd, &end) == 0 && !rq->shared) {
+        if (sbt_sock_info(&conn->sock, &end, &did) && !rq->shared) {
             conn->last_end = end;
         }
-        if (conn->sock.state != SBT_SOCK_FIXED) {
-            sbt_sock_refresh(&conn->sock, &did);
-        }
+        did.call = NULL;        /* figures for the notes: not counted */
+        sbt_sock_recheck(&conn->sock, &did);
     }
     requested = sbt_sock_locked_at(&conn->sock);
-    o->effective = conn->sock.effective;
+    o->effective = sbt_sock_effective(&conn->sock);
     sbt_conn_leave(r->connection);
 
     sbt_sock_tally(r->connection, &did, &rq->tally);
@@ -556,37 +412,6 @@ static int sbt_log_transaction(request_rec *r)
 }
 
 /* ---------------------------------------------------------------- */
-/* Connections                                                      */
-/* ---------------------------------------------------------------- */
-
-static int sbt_pre_connection(conn_rec *c, void *csd)
-{
-    sbt_conn_t *conn;
-
-    /* HTTP/2 streams use their primary's state; proxy backends are not
-     * ours to tune. */
-    if (c->master) {
-        return DECLINED;
-    }
-#if AP_MODULE_MAGIC_AT_LEAST(20120211, 116)
-    if (c->outgoing) {
-        return DECLINED;
-    }
-#endif
-    conn = apr_pcalloc(c->pool, sizeof(*conn));
-    conn->csd = csd;
-    sbt_sock_init(&conn->sock, sbt_sock_fd(csd));
-    ap_set_module_config(c->conn_config, &sndbuf_tune_module, conn);
-    /* Prior-knowledge h2c and ALPN h2 to the address's default vhost
-     * pass no protocol switch before their streams start. */
-    if (ap_is_allowed_protocol(c, NULL, c->base_server, "h2")
-        || ap_is_allowed_protocol(c, NULL, c->base_server, "h2c")) {
-        sbt_conn_make_mutex(c, conn);
-    }
-    return DECLINED;
-}
-
-/* ---------------------------------------------------------------- */
 /* Startup                                                          */
 /* ---------------------------------------------------------------- */
 
@@ -597,10 +422,9 @@ static void sbt_report_listeners(server_rec *s)
     ap_listen_rec *lr;
 
     for (lr = ap_listeners; lr; lr = lr->next) {
-        int fd = sbt_sock_fd(lr->sd), locked = 0, size = 0;
+        int size = sbt_sock_listener_locked(lr->sd);
 
-        if (fd < 0 || sbt_sock_sndbuf_locked(fd, &locked) || !locked
-            || sbt_sock_get_sndbuf(fd, &size)) {
+        if (!size) {
             continue;
         }
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
@@ -613,20 +437,19 @@ static void sbt_report_listeners(server_rec *s)
     }
 }
 
-static void sbt_report_kernel(server_rec *s)
+static void sbt_report_kernel(apr_pool_t *p, server_rec *s)
 {
     const sbt_kernel_t *k = &sbt_kernel;
     int largest = sbt_config_largest_size();
+    /* A stock kernel (212992 against 4194304): autotuning reaches further
+     * than any lock may, and auto's "never worse" rule applies. */
+    int narrow = k->wmem_max && k->wmem_max < k->tcp_wmem[2] / 2;
 
-    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
-                 "kernel limits: net.core.wmem_max %u, net.ipv4.tcp_wmem "
-                 "%u %u %u; SO_BUF_LOCK %s (unset %s give autotuning "
-                 "back); TCP_INFO %s (auto %s)", k->wmem_max,
-                 k->tcp_wmem[0], k->tcp_wmem[1], k->tcp_wmem[2],
-                 k->has_buf_lock ? "available" : "missing",
-                 k->has_buf_lock ? "can" : "cannot",
-                 k->has_tcp_info ? "available" : "missing",
-                 k->has_tcp_info ? "works" : "leaves sockets alone");
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, "%s%s",
+                 sbt_kernel_show(p, SBT_SHOW_LOG), narrow
+                 ? "; auto leaves a connection to autotuning where its path "
+                   "needs more than wmem_max grants (docs/troubleshooting.md)"
+                 : "");
     if (k->wmem_max && (apr_uint32_t)largest > k->wmem_max) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
                      "a SndbufTune size or limit of %d exceeds "
@@ -639,31 +462,14 @@ static void sbt_report_kernel(server_rec *s)
 static int sbt_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                            apr_pool_t *ptemp, server_rec *s)
 {
-    (void)pconf; (void)plog; (void)ptemp;
+    (void)pconf; (void)plog;
     sbt_kernel_probe();
     /* Once per start or restart, not again in the preflight pass. */
     if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
-        sbt_report_kernel(s);
+        sbt_report_kernel(ptemp, s);
         sbt_report_listeners(s);
     }
     return OK;
-}
-
-static void sbt_child_init(apr_pool_t *pchild, server_rec *s)
-{
-#if APR_HAS_THREADS
-    apr_status_t rv = apr_thread_mutex_create(&sbt_shared_mutex,
-                                              APR_THREAD_MUTEX_DEFAULT,
-                                              pchild);
-    if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "cannot create the "
-                     "fallback mutex for HTTP/2 connections; the streams "
-                     "of one without its own lock will not be tuned");
-        sbt_shared_mutex = NULL;
-    }
-#else
-    (void)pchild; (void)s;
-#endif
 }
 
 static void sbt_register_hooks(apr_pool_t *p)
@@ -673,16 +479,6 @@ static void sbt_register_hooks(apr_pool_t *p)
      * are open (the MPM's open_logs), before children fork, so they
      * inherit the answers. */
     ap_hook_post_config(sbt_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-    /* The fallback HTTP/2 lock is per process. */
-    ap_hook_child_init(sbt_child_init, NULL, NULL, APR_HOOK_MIDDLE);
-    /* pre_connection: the per-connection state is made in the primary
-     * connection's own thread, before any HTTP/2 stream exists, so that
-     * streams (on other threads) never allocate from its pool. */
-    ap_hook_pre_connection(sbt_pre_connection, NULL, NULL, APR_HOOK_MIDDLE);
-    /* protocol_switch: a connection that turns to HTTP/2 gets its lock
-     * here, in its own thread, before mod_http2 (MIDDLE) takes the
-     * switch and starts streams. */
-    ap_hook_protocol_switch(sbt_protocol_switch, NULL, NULL, APR_HOOK_FIRST);
     /* insert_filter: the last hook before the handler, after every
      * fixup.  The name-based vhost (Host: or SNI, in r->server) is known
      * since post_read_request, but the per-dir config is final only now:
@@ -700,10 +496,12 @@ static void sbt_register_hooks(apr_pool_t *p)
     sbt_response_filter_handle =
         ap_register_output_filter("SNDBUF_TUNE", sbt_response_filter, NULL,
                                   AP_FTYPE_TRANSCODE + 5);
+    sbt_conn_register_hooks();
     sbt_config_register_hooks();
     sbt_auto_register_hooks();
     sbt_path_register_hooks();
     sbt_status_register_hooks();
+    sbt_status_page_register_hooks();
 }
 
 AP_DECLARE_MODULE(sndbuf_tune) = {

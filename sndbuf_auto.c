@@ -181,6 +181,12 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     sbt_conn_t *conn;
     sbt_sock_did_t did = {0};
 
+    /* The look's socket calls (TCP_INFO, SO_SNDBUF: no waiting on the
+     * network) run under the lock, so that another stream's fix cannot
+     * come between what is read and what is set.  The lock is this
+     * connection's: only its own streams wait, never other connections
+     * (but in the process-wide fallback of sndbuf_conn.c); HTTP/1 takes
+     * none. */
     if (a->stopped || now < a->next_look
         || (conn = sbt_conn_enter(c)) == NULL) {
         return;
@@ -212,20 +218,21 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     sbt_conn_leave(c);
 }
 
-const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
+sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
+                           sbt_conn_t *conn, const char **done)
 {
     sbt_auto_t *a;
     sbt_sock_did_t did = {0};
     sbt_law_sample_t s;
 
     if (!(rq->start.valid & SBT_TI_BASE)) {
-        return "no TCP_INFO, socket left as it was";
+        *done = "no TCP_INFO, socket left as it was";
+        return NULL;
     }
     a = apr_pcalloc(r->pool, sizeof(*a));
     a->rq = rq;
     a->flush = !rq->shared && !sbt_async_mpm;
     sbt_auto_limits(&a->lim, rq);
-    rq->au = a;
 
     sbt_sock_resolve(&conn->sock, &did);
     sbt_sock_tally(r->connection, &did, &a->tally);
@@ -241,27 +248,26 @@ const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn)
                         ? a->law.min_rtt_us : SBT_AUTO_MIN_INTERVAL;
     }
     if (!a->rq->shared && sbt_async_mpm) {
-        conn->draining = a;
+        sbt_conn_follow(conn, a, r->pool);
     }
-    return apr_psprintf(r->pool, "%s; rtt %uus%s, rate %" APR_UINT64_T_FMT
-                        " B/s (%s), %s congestion control%s",
-                        a->law.ramping ? "left to autotuning while the rate "
-                                         "ramps up"
-                                       : "sized from the rate and RTT",
-                        a->law.min_rtt_us,
-                        a->law.from_handshake ? " (handshake)" : "",
-                        a->law.rate, rq->d.tune.rate ? "configured"
-                                     : conn->rate_estimate ? "measured earlier"
-                                     : "to be measured",
-                        a->loss_based ? "loss-based" : "model-based",
-                        a->flush ? "; chunks flushed" : "");
+    *done = apr_psprintf(r->pool, "%s; rtt %uus%s, rate %" APR_UINT64_T_FMT
+                         " B/s (%s), %s congestion control%s",
+                         a->law.ramping ? "left to autotuning while the rate "
+                                          "ramps up"
+                                        : "sized from the rate and RTT",
+                         a->law.min_rtt_us,
+                         a->law.from_handshake ? " (handshake)" : "",
+                         a->law.rate,
+                         rq->d.tune.rate ? "configured"
+                         : conn->rate_estimate ? "measured earlier"
+                         : "to be measured",
+                         a->loss_based ? "loss-based" : "model-based",
+                         a->flush ? "; chunks flushed" : "");
+    return a;
 }
 
-void sbt_auto_end(sbt_auto_t *a, sbt_conn_t *conn, sbt_auto_outcome_t *o)
+void sbt_auto_end(const sbt_auto_t *a, sbt_auto_outcome_t *o)
 {
-    if (!a->rq->shared && conn->draining == a) {
-        conn->draining = NULL;
-    }
     o->rtt_us = a->law.min_rtt_us;
     o->rate = a->law.rate;
     o->retunes = a->retunes;
@@ -395,15 +401,14 @@ apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
  *  response in write completion, the socket having drained. */
 static void sbt_auto_resume_connection(conn_rec *c, request_rec *r)
 {
-    sbt_conn_t *conn;
+    sbt_auto_t *a;
 
     (void)r;
     if (c->master || !c->cs || c->cs->state != CONN_STATE_WRITE_COMPLETION) {
         return;
     }
-    conn = ap_get_module_config(c->conn_config, &sndbuf_tune_module);
-    if (conn && conn->draining) {
-        sbt_auto_look(conn->draining, c);
+    if ((a = sbt_conn_draining(c)) != NULL) {
+        sbt_auto_look(a, c);
     }
 }
 

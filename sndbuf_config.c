@@ -355,6 +355,7 @@ static void sbt_clamp_htaccess(request_rec *r, sbt_decision_t *d)
                                 "SndbufTuneLimits", d->tune.rule,
                                 d->limit_max);
     d->tune.size = d->limit_max;
+    d->clamped = 1;
 }
 
 int sbt_decide(request_rec *r, sbt_decision_t *d)
@@ -373,6 +374,7 @@ int sbt_decide(request_rec *r, sbt_decision_t *d)
         net = sbt_rules_match(sc->rules, sc->base_rules, r->useragent_addr);
     }
     d->network = net;
+    d->clamped = 0;
     d->tune = net ? net->tune : dc->tune;
     if (d->tune.policy == SBT_POLICY_NONE) {
         return 0;

@@ -25,6 +25,7 @@
 #endif
 
 #include "apr_portable.h"
+#include "apr_strings.h"
 
 #include "sndbuf_kernel.h"
 
@@ -82,6 +83,87 @@ void sbt_kernel_probe(void)
     }
 #endif
     close(fd);
+}
+
+/* The limits as each place names them (sbt_kernel_show); a feature
+ * (can/cannot set) is 1 or 0. */
+static const struct {
+    const char *name;           /* sysctl or socket option */
+    const char *key;            /* ?auto: SndbufTuneKernel<key> */
+    const char *metric;         /* Prometheus: sndbuf_tune_kernel_<metric> */
+    const char *help;
+    int n;                      /* values */
+    const char *can, *cannot;   /* a feature: what it means, for the log */
+} sbt_limits[] = {
+    {"net.core.wmem_max", "WmemMax", "wmem_max_bytes", "net.core.wmem_max, "
+     "the largest SO_SNDBUF argument.", 1, NULL, NULL},
+    {"net.ipv4.tcp_wmem", "TcpWmem", "tcp_wmem_bytes", "net.ipv4.tcp_wmem: "
+     "an autotuned buffer's min, default and max.", 3, NULL, NULL},
+    {"SO_BUF_LOCK", "SoBufLock", "so_buf_lock", "1 if SO_BUF_LOCK works, "
+     "which unset needs on a locked socket.", 1,
+     "(unset can give autotuning back)", "(unset cannot give autotuning back)"},
+    {"TCP_INFO", "TcpInfo", "tcp_info", "1 if TCP_INFO works, which auto "
+     "needs.", 1, "(auto works)", "(auto leaves sockets alone)"}
+};
+
+/** Limit @a i in format @a how (the log's separator comes first). */
+static const char *sbt_kernel_line(apr_pool_t *p, sbt_show_e how, int i,
+                                   const apr_uint32_t *v)
+{
+    static const char *const label[3] = {
+        "{bound=\"min\"}", "{bound=\"default\"}", "{bound=\"max\"}"
+    };
+    const char *m = sbt_limits[i].metric, *val, *out;
+    int j, n = sbt_limits[i].n;
+
+    val = n == 1 ? apr_psprintf(p, "%u", v[0])
+        : apr_psprintf(p, "%u %u %u", v[0], v[1], v[2]);
+    /* A feature is 1 or 0 to a machine, words to a person. */
+    if (sbt_limits[i].can && how == SBT_SHOW_HTML) {
+        val = v[0] ? "available" : "missing";
+    }
+    else if (sbt_limits[i].can && how == SBT_SHOW_LOG) {
+        val = v[0] ? apr_pstrcat(p, "available ", sbt_limits[i].can, NULL)
+                   : apr_pstrcat(p, "missing ", sbt_limits[i].cannot, NULL);
+    }
+    switch (how) {
+    case SBT_SHOW_LOG:
+        return apr_pstrcat(p, i == 0 ? " " : i == 1 ? ", " : "; ",
+                           sbt_limits[i].name, " ", val, NULL);
+    case SBT_SHOW_HTML:
+        return apr_pstrcat(p, "<tr><th>", sbt_limits[i].name, "</th><td>",
+                           val, "</td></tr>\n", NULL);
+    case SBT_SHOW_AUTO:
+        return apr_pstrcat(p, "SndbufTuneKernel", sbt_limits[i].key, ": ",
+                           val, "\n", NULL);
+    default:
+        out = apr_psprintf(p, "# HELP sndbuf_tune_kernel_%s %s\n"
+                           "# TYPE sndbuf_tune_kernel_%s gauge\n", m,
+                           sbt_limits[i].help, m);
+        for (j = 0; j < n; j++) {
+            out = apr_psprintf(p, "%ssndbuf_tune_kernel_%s%s %u\n", out, m,
+                               n == 1 ? "" : label[j], v[j]);
+        }
+        return out;
+    }
+}
+
+const char *sbt_kernel_show(apr_pool_t *p, sbt_show_e how)
+{
+    const sbt_kernel_t *k = &sbt_kernel;
+    const apr_uint32_t v[4][3] = {
+        {k->wmem_max}, {k->tcp_wmem[0], k->tcp_wmem[1], k->tcp_wmem[2]},
+        {k->has_buf_lock != 0}, {k->has_tcp_info != 0}
+    };
+    const char *out = how == SBT_SHOW_LOG ? "kernel limits:"
+                    : how == SBT_SHOW_HTML ? "<table>\n" : "";
+    int i;
+
+    for (i = 0; i < 4; i++) {
+        out = apr_pstrcat(p, out, sbt_kernel_line(p, how, i, v[i]), NULL);
+    }
+    return how == SBT_SHOW_HTML ? apr_pstrcat(p, out, "</table>\n", NULL)
+                                : out;
 }
 
 int sbt_sock_fd(apr_socket_t *sock)

@@ -56,6 +56,17 @@ typedef struct {
 /** Fill sbt_kernel from /proc and a probe socket; unknowns stay 0. */
 void sbt_kernel_probe(void);
 
+/** Where the limits are shown. */
+typedef enum {
+    SBT_SHOW_LOG,               /**< the startup notice: one line */
+    SBT_SHOW_HTML,              /**< the status page: a <table> */
+    SBT_SHOW_AUTO,              /**< ?auto: SndbufTuneKernel* lines */
+    SBT_SHOW_PROM               /**< sndbuf_tune_kernel_* gauges */
+} sbt_show_e;
+
+/** sbt_kernel as @a how shows it: the one place that names the limits. */
+const char *sbt_kernel_show(apr_pool_t *p, sbt_show_e how);
+
 /** The raw descriptor behind an APR socket, or -1. */
 int sbt_sock_fd(apr_socket_t *sock);
 

@@ -2,8 +2,9 @@
 
 /*
  * sndbuf_parse.c: the parsers of the directives' values (sizes, rates,
- * networks, limits, policies), kept free of httpd and APR so that
- * fuzz/fuzz_parsers.c and fuzz/parse_cases.c link this file alone.
+ * networks, limits, policies) and the byte helpers the matching code
+ * shares with them (prefix mask, hash), kept free of httpd and APR so
+ * that fuzz/fuzz_parsers.c and fuzz/parse_cases.c link this file alone.
  *
  * Syntax is checked before range, so a value that is both malformed and
  * too large is reported as malformed: fixing the form comes first.
@@ -431,22 +432,32 @@ static const char *sbt_parse_prefix(const char *s, int max, int *prefix)
     return NULL;
 }
 
-/** Clear @a c's bits beyond its prefix; were any set? */
-static int sbt_clear_host_bits(sbt_cidr_t *c)
+int sbt_mask_prefix(const unsigned char *in, unsigned char *out, int bytes,
+                    int prefix)
 {
     int i, keep, set = 0;
     unsigned char mask;
 
-    for (i = 0; i < 16; i++) {
-        keep = c->prefix - 8 * i;
+    for (i = 0; i < bytes; i++) {
+        keep = prefix - 8 * i;
         mask = keep >= 8 ? 0xff : keep <= 0 ? 0
              : (unsigned char)(0xff << (8 - keep));
-        if (c->addr[i] & ~mask) {
-            set = 1;
-            c->addr[i] &= mask;
-        }
+        set |= (in[i] & ~mask) != 0;
+        out[i] = in[i] & mask;
     }
     return set;
+}
+
+uint64_t sbt_hash(const void *data, size_t len)
+{
+    const unsigned char *b = data;
+    uint64_t h = UINT64_C(0xcbf29ce484222325);      /* FNV-1a, 64 bits */
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        h = (h ^ b[i]) * UINT64_C(0x100000001b3);
+    }
+    return h;
 }
 
 const char *sbt_parse_cidr(const char *arg, sbt_cidr_t *out)
@@ -492,7 +503,7 @@ const char *sbt_parse_cidr(const char *arg, sbt_cidr_t *out)
      * mistyped /32 or /24 than a way of writing 10.0.0.0/8, and a rule
      * much wider than meant would go unnoticed.  The network is still
      * handed back, for the caller's "did you mean" suggestion. */
-    if (sbt_clear_host_bits(&c)) {
+    if (sbt_mask_prefix(c.addr, c.addr, sizeof(c.addr), c.prefix)) {
         *out = c;
         return sbt_parse_cidr_host_bits;
     }

@@ -24,9 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Accepted sizes (SO_SNDBUF arguments; Linux stores twice as much).
- * Spelled token for token as in sndbuf_tune.h, so that both headers
- * may be included until the lead removes the copy there. */
+/* Accepted sizes (SO_SNDBUF arguments; Linux stores twice as much). */
 #define SBT_SIZE_MIN        (4 * 1024)
 #define SBT_SIZE_MAX        (1024 * 1024 * 1024)
 
@@ -38,8 +36,6 @@
  * characters, INET6_ADDRSTRLEN - 1), "/128" and the NUL. */
 #define SBT_CIDR_STRLEN     50
 
-/* Same names and values as sndbuf_tune.h's sbt_policy_e, which moves
- * here when the config code uses these parsers. */
 typedef enum {
     SBT_POLICY_NONE = 0,        /**< nothing configured: leave the socket */
     SBT_POLICY_UNSET,           /**< "unset": kernel autotuning */
@@ -114,5 +110,13 @@ const char *sbt_parse_limits(const char *min, const char *max,
  * SBT_POLICY_FIXED, 0 otherwise.
  */
 const char *sbt_parse_policy(const char *arg, int *policy, int *size);
+
+/** @a out = the first @a bytes of @a in (may be the same) with every
+ *  bit past @a prefix cleared; were any of those bits set? */
+int sbt_mask_prefix(const unsigned char *in, unsigned char *out, int bytes,
+                    int prefix);
+
+/** FNV-1a (64 bits) of @a len bytes: the module's one hash. */
+uint64_t sbt_hash(const void *data, size_t len);
 
 #endif /* SNDBUF_PARSE_H */

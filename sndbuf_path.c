@@ -56,17 +56,6 @@ static sbt_path_t *sbt_paths;
 static apr_thread_mutex_t *sbt_paths_mutex;
 #endif
 
-static unsigned int sbt_path_hash(const unsigned char *b, int len)
-{
-    unsigned int h = 2166136261u;       /* FNV-1a */
-    int i;
-
-    for (i = 0; i < len; i++) {
-        h = (h ^ b[i]) * 16777619u;
-    }
-    return h % SBT_PATH_SLOTS;
-}
-
 /** Record @a own_us for @a p at @a now; the path's minimum. */
 static apr_uint32_t sbt_path_update(sbt_path_t *p, int family,
                                     const void *addr, int len,
@@ -107,7 +96,8 @@ apr_uint32_t sbt_path_min_rtt(const apr_sockaddr_t *client,
         return own_us;
     }
 #endif
-    min = sbt_path_update(&sbt_paths[sbt_path_hash(client->ipaddr_ptr, len)],
+    min = sbt_path_update(&sbt_paths[sbt_hash(client->ipaddr_ptr, len)
+                                     % SBT_PATH_SLOTS],
                           client->family, client->ipaddr_ptr, len, own_us,
                           apr_time_now());
 #if APR_HAS_THREADS

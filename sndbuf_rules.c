@@ -63,38 +63,11 @@ const apr_array_header_t *sbt_rules_all(const sbt_rules_t *t)
     return t->all;
 }
 
-/** FNV-1a over the address bytes that the prefix keeps. */
-static apr_uint32_t sbt_rules_hash(const unsigned char *a, int bytes)
-{
-    apr_uint32_t h = 2166136261u;
-    int i;
-
-    for (i = 0; i < bytes; i++) {
-        h = (h ^ a[i]) * 16777619u;
-    }
-    return h;
-}
-
-/** @a out = @a in with every bit past @a prefix cleared. */
-static void sbt_rules_mask(const unsigned char *in, int bytes, int prefix,
-                           unsigned char *out)
-{
-    int i;
-
-    for (i = 0; i < bytes; i++) {
-        int keep = prefix - 8 * i;
-
-        out[i] = keep >= 8 ? in[i]
-               : keep <= 0 ? 0
-               : (unsigned char)(in[i] & (0xff << (8 - keep)));
-    }
-}
-
 static const sbt_network_t **sbt_rules_probe(const sbt_len_table_t *lt,
                                              const unsigned char *key,
                                              int bytes)
 {
-    apr_uint32_t i = sbt_rules_hash(key, bytes) & lt->mask;
+    apr_uint32_t i = (apr_uint32_t)sbt_hash(key, bytes) & lt->mask;
 
     while (lt->slot[i] && memcmp(lt->slot[i]->net.addr, key, bytes)) {
         i = (i + 1) & lt->mask;
@@ -165,7 +138,7 @@ static const sbt_network_t *sbt_rules_find(const sbt_family_t *fam,
     for (i = 0; i < fam->nlens && fam->lens[i] > than; i++) {
         const sbt_network_t *hit;
 
-        sbt_rules_mask(addr, fam->bytes, fam->lens[i], key);
+        sbt_mask_prefix(addr, key, fam->bytes, fam->lens[i]);
         if ((hit = *sbt_rules_probe(fam->len[fam->lens[i]], key,
                                     fam->bytes)) != NULL) {
             return hit;

@@ -38,12 +38,32 @@ static int sbt_initial_size(void)
                                   : SBT_DEFAULT_INITIAL;
 }
 
-void sbt_sock_init(sbt_sock_t *s, int fd)
+void sbt_sock_init(sbt_sock_t *s, apr_socket_t *csd)
 {
-    s->fd = fd;
+    s->fd = sbt_sock_fd(csd);
     s->state = SBT_SOCK_UNKNOWN;
     s->requested = 0;
     s->effective = -1;
+}
+
+void sbt_sock_attach(sbt_sock_t *s, apr_socket_t *csd)
+{
+    int fd = sbt_sock_fd(csd);
+
+    /* Written only when it changes: HTTP/2 streams read it. */
+    if (fd != s->fd) {
+        s->fd = fd;
+    }
+}
+
+int sbt_sock_open(const sbt_sock_t *s)
+{
+    return s->fd >= 0;
+}
+
+int sbt_sock_effective(const sbt_sock_t *s)
+{
+    return s->effective;
 }
 
 static void sbt_failed(sbt_sock_did_t *did, const char *call, int err,
@@ -81,6 +101,14 @@ void sbt_sock_resolve(sbt_sock_t *s, sbt_sock_did_t *did)
     }
     s->state = locked ? SBT_SOCK_LOCKED : SBT_SOCK_AUTOTUNED;
     sbt_sock_refresh(s, did);
+}
+
+void sbt_sock_recheck(sbt_sock_t *s, sbt_sock_did_t *did)
+{
+    /* Our own lock holds the size we read when we set it. */
+    if (s->state != SBT_SOCK_FIXED) {
+        sbt_sock_refresh(s, did);
+    }
 }
 
 int sbt_sock_locked_at(const sbt_sock_t *s)
@@ -125,10 +153,32 @@ void sbt_sock_fix(sbt_sock_t *s, int size, int shared, sbt_sock_did_t *did)
     }
 }
 
-void sbt_sock_unset(sbt_sock_t *s, int shared, sbt_sock_did_t *did)
+/** Clear the lock, shrinking the buffer to @a initial first (0: as it
+ *  is); @a done says so. */
+static void sbt_sock_release(sbt_sock_t *s, int initial, const char *done,
+                             sbt_sock_did_t *did)
 {
     int rv;
 
+    if (!sbt_kernel.has_buf_lock) {
+        did->done = "left locked: this kernel lacks SO_BUF_LOCK "
+                    "(Linux >= 5.15)";
+        return;
+    }
+    rv = sbt_sock_release_sndbuf(s->fd, initial, sbt_sock_locked_at(s));
+    if (rv) {
+        sbt_failed(did, "clearing the SO_SNDBUF lock (SO_BUF_LOCK)", rv,
+                   "unlock failed");
+        return;
+    }
+    s->state = SBT_SOCK_AUTOTUNED;
+    s->requested = 0;
+    did->done = done;
+    sbt_sock_refresh(s, did);
+}
+
+void sbt_sock_unset(sbt_sock_t *s, int shared, sbt_sock_did_t *did)
+{
     sbt_sock_resolve(s, did);
     if (did->call) {
         return;
@@ -143,49 +193,18 @@ void sbt_sock_unset(sbt_sock_t *s, int shared, sbt_sock_did_t *did)
         did->done = "kept the fixed size of another HTTP/2 stream";
         return;
     }
-    if (!sbt_kernel.has_buf_lock) {
-        did->done = "left locked: this kernel lacks SO_BUF_LOCK "
-                    "(Linux >= 5.15)";
-        return;
-    }
     /* Autotuning only ever grows a buffer: start it where the kernel
      * starts a new socket. */
-    rv = sbt_sock_release_sndbuf(s->fd, sbt_initial_size(),
-                                 sbt_sock_locked_at(s));
-    if (rv) {
-        sbt_failed(did, "clearing the SO_SNDBUF lock (SO_BUF_LOCK)", rv,
-                   "unlock failed");
-        return;
-    }
-    s->state = SBT_SOCK_AUTOTUNED;
-    s->requested = 0;
-    did->done = "released to autotuning";
-    sbt_sock_refresh(s, did);
+    sbt_sock_release(s, sbt_initial_size(), "released to autotuning", did);
 }
 
 void sbt_sock_give_back(sbt_sock_t *s, sbt_sock_did_t *did)
 {
-    int rv;
-
     did->done = "left to autotuning";
-    if (s->state != SBT_SOCK_FIXED && s->state != SBT_SOCK_LOCKED) {
-        return;
-    }
-    if (!sbt_kernel.has_buf_lock) {
-        did->done = "left locked: this kernel lacks SO_BUF_LOCK "
-                    "(Linux >= 5.15)";
-        return;
-    }
     /* No shrink: autotuning grows the buffer from where it is. */
-    if ((rv = sbt_sock_release_sndbuf(s->fd, 0, sbt_sock_locked_at(s)))) {
-        sbt_failed(did, "clearing the SO_SNDBUF lock (SO_BUF_LOCK)", rv,
-                   "unlock failed");
-        return;
+    if (s->state == SBT_SOCK_FIXED || s->state == SBT_SOCK_LOCKED) {
+        sbt_sock_release(s, 0, "given back to autotuning", did);
     }
-    s->state = SBT_SOCK_AUTOTUNED;
-    s->requested = 0;
-    did->done = "given back to autotuning";
-    sbt_sock_refresh(s, did);
 }
 
 int sbt_sock_info(const sbt_sock_t *s, sbt_tcp_info_t *ti,
@@ -197,6 +216,17 @@ int sbt_sock_info(const sbt_sock_t *s, sbt_tcp_info_t *ti,
         sbt_failed(did, "getsockopt(TCP_INFO)", rv, "no TCP_INFO");
     }
     return rv == 0;
+}
+
+int sbt_sock_listener_locked(apr_socket_t *sd)
+{
+    int fd = sbt_sock_fd(sd), locked = 0, size = 0;
+
+    if (fd < 0 || sbt_sock_sndbuf_locked(fd, &locked) || !locked
+        || sbt_sock_get_sndbuf(fd, &size)) {
+        return 0;
+    }
+    return size;
 }
 
 int sbt_sock_loss_based(const sbt_sock_t *s)

@@ -199,18 +199,14 @@ static sbt_shm_t *sbt_shm_attach(server_rec *s)
 /** @a name as stored: shortened and made unique by a hash if long. */
 static const char *sbt_slot_name(apr_pool_t *p, const char *name)
 {
-    apr_size_t len = strlen(name), keep, i;
-    apr_uint64_t h = APR_UINT64_C(0xcbf29ce484222325);     /* FNV-1a */
+    apr_size_t len = strlen(name), keep;
 
     if (len < SBT_NAME_LEN) {
         return name;
     }
-    for (i = 0; i < len; i++) {
-        h = (h ^ (unsigned char)name[i]) * APR_UINT64_C(0x100000001b3);
-    }
     keep = SBT_NAME_LEN - 1 - SBT_NAME_HASH_LEN;
     return apr_psprintf(p, "%.*s...#%016" APR_UINT64_T_HEX_FMT, (int)keep,
-                        name, h);
+                        name, (apr_uint64_t)sbt_hash(name, len));
 }
 
 /** Maps the names of one configuration onto one table. */
@@ -497,5 +493,4 @@ void sbt_status_register_hooks(void)
     /* pre_mpm: run by the MPM at start and full restart only, never on a
      * graceful one: the moment to zero the counters. */
     ap_hook_pre_mpm(sbt_status_pre_mpm, NULL, NULL, APR_HOOK_MIDDLE);
-    sbt_status_page_register_hooks();
 }

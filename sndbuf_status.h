@@ -104,7 +104,4 @@ extern sbt_shm_t *sbt_shm;
 /** The generation this process was configured in. */
 extern apr_uint32_t sbt_my_gen;
 
-/** The handler and mod_status's section (sndbuf_status_page.c). */
-void sbt_status_page_register_hooks(void);
-
 #endif /* SNDBUF_STATUS_H */

@@ -200,17 +200,6 @@ static void sbt_read_totals(apr_pool_t *p, sbt_view_t *total)
 /* ?auto: mod_status's "Key: value" lines                           */
 /* ---------------------------------------------------------------- */
 
-static void sbt_auto_kernel(request_rec *r, const char *prefix)
-{
-    const sbt_kernel_t *k = &sbt_kernel;
-
-    ap_rprintf(r, "%sKernelWmemMax: %u\n", prefix, k->wmem_max);
-    ap_rprintf(r, "%sKernelTcpWmem: %u %u %u\n", prefix, k->tcp_wmem[0],
-               k->tcp_wmem[1], k->tcp_wmem[2]);
-    ap_rprintf(r, "%sKernelSoBufLock: %d\n", prefix, k->has_buf_lock ? 1 : 0);
-    ap_rprintf(r, "%sKernelTcpInfo: %d\n", prefix, k->has_tcp_info ? 1 : 0);
-}
-
 static void sbt_auto_counters(request_rec *r, const char *prefix,
                               const sbt_view_t *v)
 {
@@ -254,7 +243,7 @@ static void sbt_page_auto(request_rec *r)
     ap_rprintf(r, "SndbufTuneCountersSince: %" APR_TIME_T_FMT "\n",
                apr_time_sec(sbt_shm->since));
     ap_rprintf(r, "SndbufTuneSlots: %d\n", SBT_STATUS_SLOTS);
-    sbt_auto_kernel(r, "SndbufTune");
+    ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_AUTO), r);
     sbt_auto_table(r, "Vhost", sbt_shm->vhost);
     sbt_auto_table(r, "Network", sbt_shm->rule);
 }
@@ -274,19 +263,6 @@ static const char *sbt_bucket_label(apr_pool_t *p, int i)
     }
     return apr_psprintf(p, "%s%d%c", last ? "&gt; " : "", 1 << (shift % 10),
                         "kmg"[shift / 10 - 1]);
-}
-
-static void sbt_html_kernel(request_rec *r)
-{
-    const sbt_kernel_t *k = &sbt_kernel;
-
-    ap_rprintf(r, "<table>\n<tr><th>net.core.wmem_max</th><td>%u</td></tr>\n"
-               "<tr><th>net.ipv4.tcp_wmem</th><td>%u %u %u</td></tr>\n"
-               "<tr><th>SO_BUF_LOCK</th><td>%s</td></tr>\n"
-               "<tr><th>TCP_INFO</th><td>%s</td></tr>\n</table>\n",
-               k->wmem_max, k->tcp_wmem[0], k->tcp_wmem[1], k->tcp_wmem[2],
-               k->has_buf_lock ? "available" : "missing",
-               k->has_tcp_info ? "available" : "missing");
 }
 
 static void sbt_html_name(request_rec *r, const sbt_view_t *v)
@@ -375,7 +351,7 @@ static void sbt_page_html(request_rec *r)
                ap_ht_time(r->pool, sbt_shm->since, "%Y-%m-%d %H:%M:%S %Z", 0),
                sbt_my_gen, SBT_STATUS_SLOTS);
     ap_rputs("<h2>Kernel limits read at startup</h2>\n", r);
-    sbt_html_kernel(r);
+    ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_HTML), r);
     ap_rputs("<h2>Virtual hosts</h2>\n", r);
     sbt_html_table(r, "vhost", sbt_read_table(r->pool, sbt_shm->vhost));
     ap_rputs("<h2>SndbufTuneNetwork rules</h2>\n", r);
@@ -481,25 +457,12 @@ static void sbt_prom_table(request_rec *r, const char *what,
 
 static void sbt_page_metrics(request_rec *r)
 {
-    const sbt_kernel_t *k = &sbt_kernel;
-
     sbt_prom_gauge(r, "config_generation", "Configurations loaded since "
                    "the counters' memory was created.", sbt_my_gen);
     sbt_prom_gauge(r, "counters_reset_timestamp_seconds", "When the "
                    "counters were last zeroed: start or full restart.",
                    (apr_uint64_t)apr_time_sec(sbt_shm->since));
-    sbt_prom_gauge(r, "kernel_wmem_max_bytes", "net.core.wmem_max, the "
-                   "largest SO_SNDBUF argument.", k->wmem_max);
-    sbt_prom_head(r, "kernel_tcp_wmem_bytes", "gauge", "net.ipv4.tcp_wmem: "
-                  "an autotuned buffer's min, default and max.");
-    ap_rprintf(r, "sndbuf_tune_kernel_tcp_wmem_bytes{bound=\"min\"} %u\n"
-               "sndbuf_tune_kernel_tcp_wmem_bytes{bound=\"default\"} %u\n"
-               "sndbuf_tune_kernel_tcp_wmem_bytes{bound=\"max\"} %u\n",
-               k->tcp_wmem[0], k->tcp_wmem[1], k->tcp_wmem[2]);
-    sbt_prom_gauge(r, "kernel_so_buf_lock", "1 if SO_BUF_LOCK works, which "
-                   "unset needs on a locked socket.", k->has_buf_lock != 0);
-    sbt_prom_gauge(r, "kernel_tcp_info", "1 if TCP_INFO works, which auto "
-                   "needs.", k->has_tcp_info != 0);
+    ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_PROM), r);
     sbt_prom_table(r, "vhost", sbt_shm->vhost);
     sbt_prom_table(r, "rule", sbt_shm->rule);
 }
@@ -576,7 +539,7 @@ static int sbt_mod_status_hook(request_rec *r, int flags)
             ap_rprintf(r, "SndbufTuneTotal%s: %" APR_UINT64_T_FMT "\n",
                        sbt_fields[i].key, total.v[i]);
         }
-        sbt_auto_kernel(r, "SndbufTune");
+        ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_AUTO), r);
         return OK;
     }
     ap_rputs("<hr />\n<h2>mod_sndbuf_tune</h2>\n<table border=\"1\">\n<tr>",
@@ -593,7 +556,7 @@ static int sbt_mod_status_hook(request_rec *r, int flags)
                "rule on a <code>SetHandler " SBT_STATUS_HANDLER "</code> "
                "page.</p>\n",
                ap_ht_time(r->pool, sbt_shm->since, "%Y-%m-%d %H:%M:%S %Z", 0));
-    sbt_html_kernel(r);
+    ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_HTML), r);
     return OK;
 }
 

@@ -4,17 +4,7 @@
  * @file  sndbuf_tune.h
  * @brief mod_sndbuf_tune: types shared by its source files.
  *
- * mod_sndbuf_tune.c   hooks: where in a request the policy is applied and
- *                     measured; per-connection and per-request state
- * sndbuf_config.c     directives, merging, the policy for a request
- * sndbuf_parse.c      the directives' value parsers (no httpd needed)
- * sndbuf_rules.c      SndbufTuneNetwork rules: longest-prefix match
- * sndbuf_socket.c     fixed/unset on a socket, and what was done to it
- * sndbuf_auto.c       "auto": the control law and when it looks
- * sndbuf_path.c       per client address, the lowest minimum RTT seen
- * sndbuf_status.c     counters in shared memory (layout: sndbuf_status.h)
- * sndbuf_status_page.c  the status page and mod_status's section
- * sndbuf_kernel.c     socket options and sysctls (the only syscalls)
+ * README.md's Layout says what each file holds.
  *
  * Each file writes only its own state; names shared between files carry
  * the prefix sbt_ (sndbuf_tune).
@@ -110,6 +100,9 @@ typedef struct {
     int limit_max;
     /** The SndbufTuneNetwork rule that decided, or NULL. */
     const sbt_network_t *network;
+    /** A .htaccess size came down to limit_max (the status page counts
+     *  it as clamped). */
+    int clamped;
 } sbt_decision_t;
 
 /* ---------------------------------------------------------------- */
@@ -125,7 +118,8 @@ typedef enum {
     SBT_SOCK_FIXED              /**< locked by us, at .requested */
 } sbt_sock_state_e;
 
-/** What the module has done to one connection's socket. */
+/** What the module has done to one connection's socket; its fields are
+ *  sndbuf_socket.c's alone (the functions below read them). */
 typedef struct {
     int fd;                     /**< -1: no socket to act on */
     sbt_sock_state_e state;
@@ -143,7 +137,14 @@ typedef struct {
     int clamped;                /**< net.core.wmem_max capped the size */
 } sbt_sock_did_t;
 
-void sbt_sock_init(sbt_sock_t *s, int fd);
+void sbt_sock_init(sbt_sock_t *s, apr_socket_t *csd);
+/** Re-read the descriptor of @a csd: -1 once the MPM has closed it (the
+ *  bare number may already be another connection's). */
+void sbt_sock_attach(sbt_sock_t *s, apr_socket_t *csd);
+/** Is there a socket to act on? */
+int sbt_sock_open(const sbt_sock_t *s);
+/** getsockopt(SO_SNDBUF) after the last look; -1 unknown. */
+int sbt_sock_effective(const sbt_sock_t *s);
 /** Fix the buffer at @a size; on a @a shared (HTTP/2) socket only grow. */
 void sbt_sock_fix(sbt_sock_t *s, int size, int shared, sbt_sock_did_t *did);
 /** Give the buffer to kernel autotuning; on a @a shared socket never
@@ -153,6 +154,8 @@ void sbt_sock_unset(sbt_sock_t *s, int shared, sbt_sock_did_t *did);
 void sbt_sock_resolve(sbt_sock_t *s, sbt_sock_did_t *did);
 /** Re-read .effective (autotuning moves it).  FALSE on failure. */
 int sbt_sock_refresh(sbt_sock_t *s, sbt_sock_did_t *did);
+/** Re-read .effective unless our own lock holds it. */
+void sbt_sock_recheck(sbt_sock_t *s, sbt_sock_did_t *did);
 /** The SO_SNDBUF argument in force if a lock holds it, else 0. */
 int sbt_sock_locked_at(const sbt_sock_t *s);
 /** The kernel's buffer as last seen, or its initial size if unknown. */
@@ -163,6 +166,8 @@ void sbt_sock_give_back(sbt_sock_t *s, sbt_sock_did_t *did);
 /** TCP_INFO of the socket.  FALSE (and @a did says why) on failure. */
 int sbt_sock_info(const sbt_sock_t *s, sbt_tcp_info_t *ti,
                   sbt_sock_did_t *did);
+/** The size core's SendBufferSize locked listener @a sd at, or 0. */
+int sbt_sock_listener_locked(apr_socket_t *sd);
 /** Does the socket's congestion control fill queues by design (not
  *  bbr)?  Unknown counts as loss-based, the kernel's default. */
 int sbt_sock_loss_based(const sbt_sock_t *s);
@@ -178,7 +183,7 @@ typedef struct {
 void sbt_sock_tally(conn_rec *c, const sbt_sock_did_t *did, sbt_tally_t *t);
 
 /* ---------------------------------------------------------------- */
-/* mod_sndbuf_tune.c: per connection and per request                */
+/* sndbuf_conn.c: per connection                                    */
 /* ---------------------------------------------------------------- */
 
 typedef struct sbt_auto_t sbt_auto_t;
@@ -188,15 +193,14 @@ typedef struct sbt_auto_t sbt_auto_t;
  *  HTTP/2, reach it only between sbt_conn_enter and sbt_conn_leave,
  *  under the connection's lock; each part has one writer file. */
 typedef struct {
-    /** sndbuf_socket.c; sock.fd is re-read from @c csd at each
-     *  sbt_conn_enter (mod_sndbuf_tune.c). */
+    /** sndbuf_socket.c's; re-read from @c csd at each sbt_conn_enter. */
     sbt_sock_t sock;
     /** The connection's socket: APR sets its descriptor to -1 when the
      *  MPM closes it, which the bare number cannot tell (it may already
      *  be another connection's). */
     apr_socket_t *csd;
 #if APR_HAS_THREADS
-    /** mod_sndbuf_tune.c: serialises this connection's HTTP/2 streams
+    /** sndbuf_conn.c: serialises this connection's HTTP/2 streams
      *  and its own thread once it speaks HTTP/2; NULL on a connection
      *  that cannot (its streams would fall back to one lock per
      *  process). */
@@ -205,8 +209,9 @@ typedef struct {
     /** sndbuf_auto.c: the measured rate, carried to the next response
      *  (bytes/s; 0 = nothing measured yet). */
     apr_uint64_t rate_estimate;
-    /** sndbuf_auto.c: the HTTP/1 response auto follows while the event
-     *  MPM writes it without a worker (write completion), or NULL. */
+    /** sndbuf_conn.c (sbt_conn_follow): the HTTP/1 response auto
+     *  follows while the event MPM writes it without a worker (write
+     *  completion), or NULL; never past its request's pool. */
     sbt_auto_t *draining;
     /** mod_sndbuf_tune.c: TCP_INFO where the previous response ended,
      *  the next one's baseline; valid == 0 when there is none. */
@@ -217,6 +222,16 @@ typedef struct {
  *  locked for HTTP/2 streams; NULL: leave this connection alone. */
 sbt_conn_t *sbt_conn_enter(conn_rec *c);
 void sbt_conn_leave(conn_rec *c);
+/** HTTP/1: follow @a au (NULL: none) while the MPM drains its response,
+ *  until @a pool, its request's, is cleared or another is followed. */
+void sbt_conn_follow(sbt_conn_t *conn, sbt_auto_t *au, apr_pool_t *pool);
+/** The response @a c (a primary connection) follows, or NULL. */
+sbt_auto_t *sbt_conn_draining(conn_rec *c);
+void sbt_conn_register_hooks(void);
+
+/* ---------------------------------------------------------------- */
+/* mod_sndbuf_tune.c: per request                                   */
+/* ---------------------------------------------------------------- */
 
 /** Per request a policy applies to (r->request_config). */
 typedef struct {
@@ -234,12 +249,11 @@ typedef struct {
     int measured;
     sbt_tcp_info_t start;
     sbt_tally_t tally;
-    /** auto's controller for this response, or NULL. */
+    /** auto's controller for this response, or NULL (sbt_auto_begin's,
+     *  kept here by mod_sndbuf_tune.c). */
     sbt_auto_t *au;
 } sbt_req_t;
 
-/** The request's state, or NULL when no policy applies to it. */
-sbt_req_t *sbt_req_get(request_rec *r);
 
 /* ---------------------------------------------------------------- */
 /* Other files                                                      */
@@ -271,20 +285,21 @@ const sbt_network_t *sbt_rules_match(const sbt_rules_t *own,
                                      const apr_sockaddr_t *client);
 
 /* sndbuf_auto.c */
-/** Start auto for a response that is larger than the buffer in force;
- *  returns what was done, for the debug log. */
-const char *sbt_auto_begin(request_rec *r, sbt_req_t *rq, sbt_conn_t *conn);
+/** Start auto for a response that is larger than the buffer in force:
+ *  its controller, or NULL; @a done says what was done (debug log). */
+sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
+                           sbt_conn_t *conn, const char **done);
 /** Pass @a bb on, cut so that auto can look between the pieces. */
 apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *au,
                            apr_bucket_brigade *bb);
-/** auto's part of the outcome; the connection stops following it. */
+/** auto's part of the outcome. */
 typedef struct {
     apr_uint32_t rtt_us;
     apr_uint64_t rate;          /**< bytes/s */
     int retunes;
     sbt_tally_t tally;
 } sbt_auto_outcome_t;
-void sbt_auto_end(sbt_auto_t *au, sbt_conn_t *conn, sbt_auto_outcome_t *o);
+void sbt_auto_end(const sbt_auto_t *au, sbt_auto_outcome_t *o);
 void sbt_auto_register_hooks(void);
 
 /* sndbuf_path.c */
@@ -314,5 +329,7 @@ typedef struct {
 /* sndbuf_status.c */
 void sbt_status_record(const sbt_outcome_t *o);
 void sbt_status_register_hooks(void);
+/* sndbuf_status_page.c: the handler and mod_status's section */
+void sbt_status_page_register_hooks(void);
 
 #endif /* SNDBUF_TUNE_H */

@@ -10,7 +10,8 @@
 #    256k (tb 512k in ss, not the 8 MB of wmem_max), and says so in the
 #    rule it logs; SndbufTuneLimits in .htaccess can only lower it; a
 #    size below it is kept; and SndbufTuneNetwork stays refused (500,
-#    "not allowed here") even though AllowOverrideList names it.
+#    "not allowed here") even though AllowOverrideList names it.  The
+#    status page counts each clamped response (Clamped).
 use strict;
 use warnings;
 use FindBin;
@@ -35,7 +36,7 @@ my @cases = (
      qr/^(?!.*clamped).*\.htaccess/],
 );
 
-plan tests => 2 + @cases + 3;
+plan tests => 2 + @cases + 4;
 
 Apache::TestRequest::module('sndbuf');
 t_start_error_log_watch();
@@ -50,6 +51,9 @@ SndbufTuneLimits 8k 256k
 <Directory @DOCROOT@/gen/htcap>
     AllowOverrideList SndbufTune SndbufTuneLimits SndbufTuneBandwidth SndbufTuneNetwork
 </Directory>
+<Location /sbt-status>
+    SetHandler sndbuf-tune-status
+</Location>
 CONF
 for my $case (@cases) {
     my ($dir, $htaccess) = @$case;
@@ -72,6 +76,14 @@ for my $case (@cases) {
         logged_ok($srv, $c, $dir, rule => $rule);
     };
 }
+
+# Counted when logged, which logged_ok waited for: fixed1g, raise and
+# narrow came down to the limit, fixed64k did not.
+my $auto = GET('http://localhost:' . $srv->port . '/sbt-status?auto');
+my $clamped = 0;
+$clamped += $_ for $auto->content =~ /^SndbufTuneVhost\[\d+\]Clamped: (\d+)$/mg;
+is($clamped, 3, 'status page: each .htaccess size clamped to the limit '
+   . 'is counted') or diag($auto->as_string);
 
 my $c = SndbufTune::StallClient->new(port => $srv->port);
 is($c->request('/gen/htcap/network/index.txt', 'localhost'), 500,

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+
+/*
+ * sndbuf_conn.c: the state of a primary connection (sbt_conn_t), made in
+ * its own thread at pre_connection, and the lock its HTTP/2 streams take
+ * on it.  The hooks (mod_sndbuf_tune.c) and auto (sndbuf_auto.c) both
+ * enter it here, so neither calls the other to reach it.
+ */
+
+#include "httpd.h"
+#include "http_config.h"
+#include "http_connection.h"
+#include "http_log.h"
+#include "http_protocol.h"
+#include "ap_mmn.h"
+
+#include "apr_thread_mutex.h"
+
+#include "sndbuf_tune.h"
+
+APLOG_USE_MODULE(sndbuf_tune);
+
+#if APR_HAS_THREADS
+/** For the streams of a connection that has no lock of its own (its
+ *  creation failed, or HTTP/2 came where pre_connection and the
+ *  protocol switch did not expect it): correct, but one per process. */
+static apr_thread_mutex_t *sbt_shared_mutex;
+#endif
+
+#if APR_HAS_THREADS
+/** The lock @a c takes on its primary's state: the connection's own once
+ *  it has one (streams, and the primary's thread, which then has streams
+ *  beside it: an h2c Upgrade request is logged there), else the
+ *  process's for a stream, else none (HTTP/1: one thread at a time). */
+static apr_thread_mutex_t *sbt_conn_mutex(conn_rec *c, sbt_conn_t *conn)
+{
+    if (conn->mutex) {
+        return conn->mutex;
+    }
+    return c->master ? sbt_shared_mutex : NULL;
+}
+#endif
+
+sbt_conn_t *sbt_conn_enter(conn_rec *c)
+{
+    conn_rec *primary = c->master ? c->master : c;
+    sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
+                                            &sndbuf_tune_module);
+#if APR_HAS_THREADS
+    apr_thread_mutex_t *mutex;
+#endif
+
+    if (!conn) {
+        return NULL;
+    }
+#if APR_HAS_THREADS
+    mutex = sbt_conn_mutex(c, conn);
+    if (mutex) {
+        if (apr_thread_mutex_lock(mutex) != APR_SUCCESS) {
+            return NULL;
+        }
+    }
+    else if (c->master) {
+        return NULL;
+    }
+#endif
+    /* The event MPM may close the socket before the last response is
+     * logged (a write completion that timed out). */
+    sbt_sock_attach(&conn->sock, conn->csd);
+    return conn;
+}
+
+void sbt_conn_leave(conn_rec *c)
+{
+#if APR_HAS_THREADS
+    conn_rec *primary = c->master ? c->master : c;
+    sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
+                                            &sndbuf_tune_module);
+    apr_thread_mutex_t *mutex = conn ? sbt_conn_mutex(c, conn) : NULL;
+
+    if (mutex) {
+        apr_thread_mutex_unlock(mutex);
+    }
+#else
+    (void)c;
+#endif
+}
+
+/** What a request pool's cleanup needs to stop following its response. */
+typedef struct {
+    sbt_conn_t *conn;
+    const sbt_auto_t *au;
+} sbt_follow_t;
+
+static apr_status_t sbt_conn_unfollow(void *data)
+{
+    const sbt_follow_t *f = data;
+
+    /* A later response may have been followed since (pipelining). */
+    if (f->conn->draining == f->au) {
+        f->conn->draining = NULL;
+    }
+    return APR_SUCCESS;
+}
+
+void sbt_conn_follow(sbt_conn_t *conn, sbt_auto_t *au, apr_pool_t *pool)
+{
+    sbt_follow_t *f;
+
+    conn->draining = au;
+    if (au) {
+        f = apr_palloc(pool, sizeof(*f));
+        f->conn = conn;
+        f->au = au;
+        apr_pool_cleanup_register(pool, f, sbt_conn_unfollow,
+                                  apr_pool_cleanup_null);
+    }
+}
+
+sbt_auto_t *sbt_conn_draining(conn_rec *c)
+{
+    sbt_conn_t *conn = ap_get_module_config(c->conn_config,
+                                            &sndbuf_tune_module);
+
+    return conn ? conn->draining : NULL;
+}
+
+/** Give @a conn its own lock, in the primary connection's thread (its
+ *  pool is not for other threads) and before any stream exists. */
+static void sbt_conn_make_mutex(conn_rec *c, sbt_conn_t *conn)
+{
+#if APR_HAS_THREADS
+    apr_status_t rv;
+
+    if (conn->mutex) {
+        return;
+    }
+    rv = apr_thread_mutex_create(&conn->mutex, APR_THREAD_MUTEX_DEFAULT,
+                                 c->pool);
+    if (rv != APR_SUCCESS) {
+        conn->mutex = NULL;
+        ap_log_cerror(APLOG_MARK, APLOG_DEBUG, rv, c, "SndbufTune: no "
+                      "lock for this connection, its HTTP/2 streams share "
+                      "the process's");
+    }
+#else
+    (void)c; (void)conn;
+#endif
+}
+
+static int sbt_is_h2(const char *protocol)
+{
+    return !strcmp(protocol, "h2") || !strcmp(protocol, "h2c");
+}
+
+/** HTTP/2 by ALPN (to an SNI vhost whose Protocols differ from the
+ *  address's default) or by an h2c Upgrade: the primary's thread, just
+ *  before mod_http2 starts the session.  Never takes the switch. */
+static int sbt_conn_protocol_switch(conn_rec *c, request_rec *r,
+                                    server_rec *s, const char *protocol)
+{
+    sbt_conn_t *conn;
+
+    (void)r; (void)s;
+    if (!c->master && sbt_is_h2(protocol)
+        && (conn = ap_get_module_config(c->conn_config,
+                                        &sndbuf_tune_module)) != NULL) {
+        sbt_conn_make_mutex(c, conn);
+    }
+    return DECLINED;
+}
+
+static int sbt_conn_pre_connection(conn_rec *c, void *csd)
+{
+    sbt_conn_t *conn;
+
+    /* HTTP/2 streams use their primary's state; proxy backends are not
+     * ours to tune. */
+    if (c->master) {
+        return DECLINED;
+    }
+#if AP_MODULE_MAGIC_AT_LEAST(20120211, 116)
+    if (c->outgoing) {
+        return DECLINED;
+    }
+#endif
+    conn = apr_pcalloc(c->pool, sizeof(*conn));
+    conn->csd = csd;
+    sbt_sock_init(&conn->sock, csd);
+    ap_set_module_config(c->conn_config, &sndbuf_tune_module, conn);
+    /* Prior-knowledge h2c and ALPN h2 to the address's default vhost
+     * pass no protocol switch before their streams start. */
+    if (ap_is_allowed_protocol(c, NULL, c->base_server, "h2")
+        || ap_is_allowed_protocol(c, NULL, c->base_server, "h2c")) {
+        sbt_conn_make_mutex(c, conn);
+    }
+    return DECLINED;
+}
+
+static void sbt_conn_child_init(apr_pool_t *pchild, server_rec *s)
+{
+#if APR_HAS_THREADS
+    apr_status_t rv = apr_thread_mutex_create(&sbt_shared_mutex,
+                                              APR_THREAD_MUTEX_DEFAULT,
+                                              pchild);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "cannot create the "
+                     "fallback mutex for HTTP/2 connections; the streams "
+                     "of one without its own lock will not be tuned");
+        sbt_shared_mutex = NULL;
+    }
+#else
+    (void)pchild; (void)s;
+#endif
+}
+
+void sbt_conn_register_hooks(void)
+{
+    /* The fallback HTTP/2 lock is per process. */
+    ap_hook_child_init(sbt_conn_child_init, NULL, NULL, APR_HOOK_MIDDLE);
+    /* pre_connection: the per-connection state is made in the primary
+     * connection's own thread, before any HTTP/2 stream exists, so that
+     * streams (on other threads) never allocate from its pool. */
+    ap_hook_pre_connection(sbt_conn_pre_connection, NULL, NULL,
+                           APR_HOOK_MIDDLE);
+    /* protocol_switch: a connection that turns to HTTP/2 gets its lock
+     * here, in its own thread, before mod_http2 (MIDDLE) takes the
+     * switch and starts streams. */
+    ap_hook_protocol_switch(sbt_conn_protocol_switch, NULL, NULL,
+                            APR_HOOK_FIRST);
+}
