@@ -116,9 +116,10 @@ static void sbt_auto_sample(const sbt_auto_t *a, const sbt_tcp_info_t *ti,
     s->effective = s->locked_at ? -1 : sbt_sock_known_size(sock);
     own = sbt_law_own_min_rtt(s, &handshake);
     if (!handshake) {
-        s->path_min_rtt_us = sbt_path_min_rtt(c->master ? c->master->client_addr
-                                                        : c->client_addr,
-                                              own);
+        conn_rec *primary = c->master ? c->master : c;
+
+        s->path_min_rtt_us = sbt_path_look(primary->client_addr, primary->id,
+                                           own, &s->path_shared);
     }
 }
 

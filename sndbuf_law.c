@@ -285,14 +285,19 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
 
 /** A steering episode whose queue grew while the buffer halved: the
  *  queue is not this flow's (SBT_LAW_YIELD). */
-static int sbt_law_not_own_queue(sbt_law_t *l, const sbt_law_out_t *out,
-                                 uint64_t cur, uint64_t next)
+static int sbt_law_not_own_queue(sbt_law_t *l, const sbt_law_sample_t *s,
+                                 const sbt_law_out_t *out, uint64_t cur,
+                                 uint64_t next)
 {
     uint32_t q0 = l->episode_queue_us;
 
     /* Right after the ramp the queue is the flow's own overshoot, and
-     * the buffer comes down from autotuning's size whatever it does. */
-    if (l->settling) {
+     * the buffer comes down from autotuning's size whatever it does.
+     * Beside other flows of this server to the same client the queue is
+     * partly theirs, and theirs back off with this one: a crowd's queue
+     * shrinks slowly, and is not another sender's. */
+    if (l->settling || s->path_shared) {
+        l->episode_size = 0;
         return 0;
     }
     if (!out->queued) {
@@ -341,7 +346,7 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
     }
     out->queued = !s->loss_based && sbt_law_queued(l, s, out);
     want = sbt_law_next(l, s, out->queued, out->limited, cur);
-    if (sbt_law_not_own_queue(l, out, cur, want)) {
+    if (sbt_law_not_own_queue(l, s, out, cur, want)) {
         l->yielded = 1;
         return "the queue did not shrink while this flow halved its buffer: it is "
                "not this flow's, left to autotuning";

@@ -56,6 +56,9 @@ typedef struct {
     /** The lowest minimum RTT other connections to this client measured
      *  lately (sndbuf_path.c); 0: none. */
     uint32_t path_min_rtt_us;
+    /** Other connections of this server look at the same client address
+     *  now (sndbuf_path.c): a queue may be theirs and this flow's. */
+    int path_shared;
     /** The congestion control fills the bottleneck queue by design
      *  (cubic, reno: not bbr). */
     int loss_based;

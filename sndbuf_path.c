@@ -43,18 +43,40 @@ APLOG_USE_MODULE(sndbuf_tune);
  * one have closed.  BBR keeps its own minimum RTT as long. */
 #define SBT_PATH_FRESH      apr_time_from_sec(10)
 
+/* Two connections that looked at one path within this long of each other
+ * share it now; the path stays shared for as long after the last such
+ * pair of looks (looks come about once an RTT). */
+#define SBT_PATH_SHARED     apr_time_from_sec(2)
+
 typedef struct {
     int family;                 /**< 0: empty */
     unsigned char addr[16];
     apr_uint32_t min_rtt_us;
     /** When a connection last measured min_rtt_us or less. */
     apr_time_t seen;
+    /** The connection that looked last, and when; when two connections
+     *  last looked within SBT_PATH_SHARED of each other. */
+    long last_conn;
+    apr_time_t last_look;
+    apr_time_t shared_seen;
 } sbt_path_t;
 
 static sbt_path_t *sbt_paths;
 #if APR_HAS_THREADS
 static apr_thread_mutex_t *sbt_paths_mutex;
 #endif
+
+/** Note that connection @a conn looked at @a p at @a now; is the path
+ *  shared with another of this process's connections? */
+static int sbt_path_shared(sbt_path_t *p, long conn, apr_time_t now)
+{
+    if (p->last_conn != conn && now - p->last_look <= SBT_PATH_SHARED) {
+        p->shared_seen = now;
+    }
+    p->last_conn = conn;
+    p->last_look = now;
+    return p->shared_seen && now - p->shared_seen <= SBT_PATH_SHARED;
+}
 
 /** Record @a own_us for @a p at @a now; the path's minimum. */
 static apr_uint32_t sbt_path_update(sbt_path_t *p, int family,
@@ -67,8 +89,8 @@ static apr_uint32_t sbt_path_update(sbt_path_t *p, int family,
         if (p->family && !stale) {
             return own_us;
         }
+        memset(p, 0, sizeof(*p));
         p->family = family;
-        memset(p->addr, 0, sizeof(p->addr));
         memcpy(p->addr, addr, len);
         p->min_rtt_us = own_us;
         p->seen = now;
@@ -81,12 +103,15 @@ static apr_uint32_t sbt_path_update(sbt_path_t *p, int family,
     return p->min_rtt_us;
 }
 
-apr_uint32_t sbt_path_min_rtt(const apr_sockaddr_t *client,
-                              apr_uint32_t own_us)
+apr_uint32_t sbt_path_look(const apr_sockaddr_t *client, long conn,
+                           apr_uint32_t own_us, int *shared)
 {
     apr_uint32_t min = own_us;
+    apr_time_t now = apr_time_now();
+    sbt_path_t *p;
     int len;
 
+    *shared = 0;
     if (!sbt_paths || !client || !own_us
         || (len = client->ipaddr_len) <= 0 || len > 16) {
         return own_us;
@@ -96,10 +121,13 @@ apr_uint32_t sbt_path_min_rtt(const apr_sockaddr_t *client,
         return own_us;
     }
 #endif
-    min = sbt_path_update(&sbt_paths[sbt_hash(client->ipaddr_ptr, len)
-                                     % SBT_PATH_SLOTS],
-                          client->family, client->ipaddr_ptr, len, own_us,
-                          apr_time_now());
+    p = &sbt_paths[sbt_hash(client->ipaddr_ptr, len) % SBT_PATH_SLOTS];
+    min = sbt_path_update(p, client->family, client->ipaddr_ptr, len,
+                          own_us, now);
+    if (p->family == client->family && !memcmp(p->addr, client->ipaddr_ptr,
+                                               len)) {
+        *shared = sbt_path_shared(p, conn, now);
+    }
 #if APR_HAS_THREADS
     if (sbt_paths_mutex) {
         apr_thread_mutex_unlock(sbt_paths_mutex);

@@ -303,11 +303,12 @@ void sbt_auto_end(const sbt_auto_t *au, sbt_auto_outcome_t *o);
 void sbt_auto_register_hooks(void);
 
 /* sndbuf_path.c */
-/** Record a connection's minimum RTT for the path to @a client and
+/** Record connection @a conn's minimum RTT for the path to @a client and
  *  return the path's: the lowest any connection to that address has
- *  measured lately (@a own_us when none is lower, or when unknown). */
-apr_uint32_t sbt_path_min_rtt(const apr_sockaddr_t *client,
-                              apr_uint32_t own_us);
+ *  measured lately (@a own_us when none is lower, or when unknown);
+ *  @a shared: another connection of this process looks at it too. */
+apr_uint32_t sbt_path_look(const apr_sockaddr_t *client, long conn,
+                           apr_uint32_t own_us, int *shared);
 void sbt_path_register_hooks(void);
 
 /** What became of one request, for the status page's counters. */

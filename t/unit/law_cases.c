@@ -509,6 +509,25 @@ static void test_yield(void)
     }
     ok(released, "yield: through looks between the other sender's peaks");
 
+    /* The same, beside other flows of this server to the same client:
+     * their queue is partly theirs, and they back off with this one. */
+    cur = 800000;
+    begin_locked(&l, &lim, 100, 1000000, cur);
+    l.settling = 0;
+    released = 0;
+    for (i = 1; i <= 20; i++) {
+        s = look_at(100 * i, 100, 1000000, cur, 0);
+        s.srtt_us = 150 * MS;
+        s.path_shared = 1;
+        sbt_law_look(&l, &lim, &s, &out);
+        if (out.act == SBT_LAW_SET) {
+            cur = out.size;
+        }
+        released |= out.act == SBT_LAW_RELEASE;
+    }
+    ok(!released && cur < 400000, "yield: not on a path other flows of "
+       "this server share (path_shared)");
+
     /* Its own crowd: the queue shrinks as the flows back off. */
     cur = 800000;
     begin_locked(&l, &lim, 100, 1000000, cur);
