@@ -54,20 +54,22 @@ clean:
 
 # ---------------------------------------------------------------------------
 # The control law (sndbuf_law.c), pure: exact decisions for constructed
-# looks, under ASan and UBSan, in a second (t/unit/law_cases.c).
+# looks (t/unit/law_cases.c) and for looks recorded in the WAN lab
+# (t/unit/replay.c, t/unit/looks), under ASan and UBSan, in a second.
 # ---------------------------------------------------------------------------
 
-t/unit/law_cases: t/unit/law_cases.c sndbuf_law.c sndbuf_law.h
-	$(PARSE_CC) $(PARSE_CFLAGS) -o $@ t/unit/law_cases.c sndbuf_law.c
+t/unit/%: t/unit/%.c sndbuf_law.c sndbuf_law.h
+	$(PARSE_CC) $(PARSE_CFLAGS) -o $@ $< sndbuf_law.c
 
-unit: t/unit/law_cases
-	prove --exec '' t/unit/law_cases
+# replay: the recordings of t/unit/looks (real looks from the WAN lab).
+unit: t/unit/law_cases t/unit/replay
+	prove --exec '' t/unit/law_cases t/unit/replay
 
 # make test runs it before the suites.
 test: unit
 
 unit-clean:
-	rm -f t/unit/law_cases
+	rm -f t/unit/law_cases t/unit/replay
 
 clean: unit-clean
 

@@ -172,6 +172,31 @@ static void sbt_auto_apply(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
                   did.done, sbt_sock_known_size(&conn->sock));
 }
 
+/** At trace3, a sample and its decision as t/unit/replay reads them, so
+ *  that a lab run's looks can be replayed through the law (make unit;
+ *  t/unit/looks/README). */
+static void sbt_auto_trace_sample(conn_rec *c, const char *what,
+                                  const sbt_law_sample_t *s,
+                                  const sbt_law_out_t *out)
+{
+    if (!APLOG_C_IS_LEVEL(c, APLOG_TRACE3)) {
+        return;
+    }
+    ap_log_cerror(APLOG_MARK, APLOG_TRACE3, 0, c, "SndbufTune auto %s: "
+                  "now=%" APR_INT64_T_FMT " srtt=%u rttvar=%u mss=%u "
+                  "minrtt=%u acked=%" APR_UINT64_T_FMT " rate=%"
+                  APR_UINT64_T_FMT " applimited=%d retrans=%u limited=%"
+                  APR_UINT64_T_FMT " chrono=%d path=%u shared=%d loss=%d "
+                  "locked=%d tb=%d act=%d size=%d", what,
+                  (apr_int64_t)s->now_us, s->srtt_us, s->rttvar_us, s->mss,
+                  s->min_rtt_us, (apr_uint64_t)s->bytes_acked,
+                  (apr_uint64_t)s->delivery_rate, s->app_limited,
+                  s->total_retrans, (apr_uint64_t)s->sndbuf_limited_us,
+                  s->has_chrono, s->path_min_rtt_us, s->path_shared,
+                  s->loss_based, s->locked_at, s->effective,
+                  out ? (int)out->act : -1, out ? out->size : 0);
+}
+
 /** One look at the connection, at most once per RTT. */
 static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
 {
@@ -214,6 +239,7 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
                   out.limited ? ", send-buffer-limited" : "",
                   a->law.ramping ? ", ramping" : "", s.locked_at,
                   s.effective, out.why);
+    sbt_auto_trace_sample(c, "look", &s, &out);
     sbt_auto_apply(a, conn, c, &s, &out);
     sbt_auto_set_chunk(a, &conn->sock);
     sbt_conn_leave(c);
@@ -240,6 +266,17 @@ sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
     a->loss_based = sbt_sock_loss_based(&conn->sock);
     sbt_auto_sample(a, &rq->start, &conn->sock, r->connection, &s);
     sbt_law_begin(&a->law, &a->lim, &s, conn->rate_estimate);
+    if (APLOG_C_IS_LEVEL(r->connection, APLOG_TRACE3)) {
+        ap_log_cerror(APLOG_MARK, APLOG_TRACE3, 0, r->connection,
+                      "SndbufTune auto limits: min=%d max=%d conf=%"
+                      APR_UINT64_T_FMT " shared=%d wmem_max=%u wmem1=%u "
+                      "wmem2=%u estimate=%" APR_UINT64_T_FMT,
+                      a->lim.limit_min, a->lim.limit_max,
+                      (apr_uint64_t)a->lim.conf_rate, a->lim.shared,
+                      a->lim.wmem_max, a->lim.tcp_wmem_initial,
+                      a->lim.tcp_wmem_max, conn->rate_estimate);
+        sbt_auto_trace_sample(r->connection, "begin", &s, NULL);
+    }
     sbt_auto_set_chunk(a, &conn->sock);
     /* Ramping: the first look an RTT on; else the first look sizes it,
      * with the first chunk. */
