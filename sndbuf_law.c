@@ -95,6 +95,15 @@
  * a cubic bulk flow steer itself down for 30 s: 0.74 of autotuning.) */
 #define SBT_LAW_YIELD           2
 
+/* Nor is a queue of min RTT / 4 or more that is still there once the
+ * flow has halved its buffer: alone on its path (no other connection of
+ * this server shares it), a flow past its ramp keeps STEP bytes queued
+ * at its fixed point, a few ms; a cubic sender beside it refills what it
+ * leaves only as fast as its window grows, so the queue does shrink a
+ * little as this flow backs off, and the test above alone let a flow on
+ * the seed path steer itself down to 50 KB (0.08 of autotuning). */
+#define SBT_LAW_FOREIGN_SHIFT   2
+
 /* A flow that retransmitted within the last LOSS_LOOKS looks is sized for
  * LOSS_FACTOR x the target with no queue: its buffer holds, besides what
  * is in flight, everything the receiver has SACKed past a hole until the
@@ -318,7 +327,8 @@ static int sbt_law_not_own_queue(sbt_law_t *l, const sbt_law_sample_t *s,
         return 0;
     }
     return cur * SBT_LAW_YIELD <= (uint64_t)l->episode_size
-           && out->queue_us >= q0;
+           && (out->queue_us >= q0
+               || out->queue_us >= l->min_rtt_us >> SBT_LAW_FOREIGN_SHIFT);
 }
 
 /** Resize only for a change worth a system call: 1/16 either way, or a

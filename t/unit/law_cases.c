@@ -528,14 +528,15 @@ static void test_yield(void)
     ok(!released && cur < 400000, "yield: not on a path other flows of "
        "this server share (path_shared)");
 
-    /* Its own crowd: the queue shrinks as the flows back off. */
+    /* Its own queue: it shrinks as the flow backs off. */
     cur = 800000;
     begin_locked(&l, &lim, 100, 1000000, cur);
     l.settling = 0;
     released = 0;
     for (i = 1; i <= 30; i++) {
         s = look_at(100 * i, 100, 1000000, cur, 0);
-        s.srtt_us = (200 - 3 * i) * MS;
+        /* its own queue: its excess over the path, as it backs off */
+        s.srtt_us = 100 * MS + (uint32_t)(40ull * MS * cur / 800000);
         sbt_law_look(&l, &lim, &s, &out);
         if (out.act == SBT_LAW_SET) {
             cur = out.size;
@@ -543,6 +544,24 @@ static void test_yield(void)
         released |= out.act == SBT_LAW_RELEASE;
     }
     ok(!released, "yield: not when the queue drains as the flow backs off");
+
+    /* A cubic sender's queue shrinks a little as this flow backs off,
+     * but stays far above what a lone flow keeps. */
+    cur = 800000;
+    begin_locked(&l, &lim, 100, 1000000, cur);
+    l.settling = 0;
+    released = 0;
+    for (i = 1; i <= 30 && !released; i++) {
+        s = look_at(100 * i, 100, 1000000, cur, 0);
+        s.srtt_us = (180 - i) * MS;
+        sbt_law_look(&l, &lim, &s, &out);
+        if (out.act == SBT_LAW_SET) {
+            cur = out.size;
+        }
+        released = out.act == SBT_LAW_RELEASE;
+    }
+    ok(released, "yield: a queue over min rtt / 4 (FOREIGN_SHIFT 2) that "
+       "stays once the buffer halved, though it shrinks");
 
     /* Settling after the ramp: the buffer comes down from autotuning's
      * size through the flow's own overshoot, whose queue may stay. */
@@ -678,10 +697,13 @@ static void test_edges(void)
        "(QUEUE_MIN 2000)");
     ok(!queued_at(200, 2200), "edge: 2000 us is not");
 
-    ok(yields(400000, 80 * MS, 80 * MS), "edge: halved (YIELD 2) with the "
+    ok(yields(400000, 20 * MS, 20 * MS), "edge: halved (YIELD 2) with the "
        "queue as long as when the episode began: yields");
-    ok(!yields(400000, 80 * MS, 80 * MS - 1), "edge: 1 us shorter: no");
-    ok(!yields(400001, 80 * MS, 80 * MS), "edge: not quite halved: no");
+    ok(!yields(400000, 20 * MS, 20 * MS - 1), "edge: 1 us shorter: no");
+    ok(!yields(400001, 20 * MS, 20 * MS), "edge: not quite halved: no");
+    ok(yields(400000, 80 * MS, 25 * MS), "edge: halved, the queue at "
+       "min rtt / 4: yields");
+    ok(!yields(400000, 80 * MS, 25 * MS - 1), "edge: 1 us under: no");
 
     /* RAMP_SHIFT 2: growth over a quarter is growth. */
     s = look_at(0, 100, 0, 0, 16384);

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * t/unit/replay.c: real sequences of looks, recorded in the WAN lab
- * (t/unit/looks/*.looks, made by t/unit/record from an error log at
- * LogLevel sndbuf_tune:trace3), replayed through the control law
+ * t/unit/replay.c: real sequences of looks, recorded in the WAN lab (the
+ * .looks files of t/unit/looks, made by t/unit/record from an error log
+ * at LogLevel sndbuf_tune:trace3), replayed through the control law
  * (sndbuf_law.c): every decision must be the one the module made then.
  * A change of the law that changes a recorded decision fails here; if
  * the change is meant, record the scenario again (t/unit/looks/README).
  * TAP, one test per recording; run from the repository's top (make unit).
  */
+
+#define _POSIX_C_SOURCE 200809L     /* strdup */
 
 #include <dirent.h>
 #include <inttypes.h>
