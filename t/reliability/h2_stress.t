@@ -11,6 +11,13 @@
 #     status 200 and the file's size;
 #   - the error log: no child died of a signal;
 #   - stop: no process of the server left.
+# Then h2c Upgrade: UPGRADES connections one after the other, each an
+# HTTP/1.1 GET of an 8 MB file (from each location in turn) upgraded to
+# h2c (stream 1), with every location's 8m, 1m and 256k files as 12 more
+# streams in flight at once (SndbufTune::StallClient::h2c_upgrade_get):
+# each stream 200 and the file (size and SHA-256); the access log has the
+# 13 streams' entries and the upgrade request's own (status 101, no bytes,
+# the location's policy), which httpd logs on the primary connection.
 # The streams of a connection share its primary's per-connection state:
 # under ThreadSanitizer this is where an access outside the module's
 # mutex shows up.
@@ -18,7 +25,8 @@
 # Environment: SBT_STRESS_CLIENTS (default 50), SBT_STRESS_STREAMS
 # (default 100; each connection makes that many requests, all in flight
 # at once), SBT_STRESS_BIG (the count of 8 MB files in each connection's
-# 100 URIs, default 4, one per location).
+# 100 URIs, default 4, one per location), SBT_STRESS_UPGRADES (h2c
+# Upgrade connections, default 10; 0: none).
 use strict;
 use warnings;
 use FindBin;
@@ -29,10 +37,12 @@ use List::Util qw(shuffle sum);
 use POSIX ();
 use Test::More;
 use SndbufTune::Reliability ();
+use SndbufTune::StallClient ();
 use SndbufTune::Util qw(capture poll_until);
 
 my $CLIENTS = $ENV{SBT_STRESS_CLIENTS} || 50;
 my $STREAMS = $ENV{SBT_STRESS_STREAMS} || 100;
+my $UPGRADES = $ENV{SBT_STRESS_UPGRADES} // 10;
 
 plan skip_all => 'h2load not found (apt-get install nghttp2-client)'
     unless !system('sh', '-c', 'command -v h2load >/dev/null');
@@ -145,6 +155,55 @@ for my $proto (qw(h2c h2tls)) {
              . join(', ', map { "$_ $policies{$_}" } sort keys %policies));
     };
 }
+
+# h2c Upgrade: stream 1 is the HTTP/1.1 request the connection upgraded
+# with; httpd logs it (101) in the primary connection's own thread.
+my @WHERE = @SndbufTune::Reliability::WHERE;
+my @PARALLEL = map { my $w = $_; map { "/$w/$_.bin" } qw(8m 1m 256k) } @WHERE;
+subtest "h2c Upgrade: $UPGRADES connections x " . (1 + @PARALLEL) . " streams"
+    => sub {
+    plan skip_all => 'SBT_STRESS_UPGRADES=0' unless $UPGRADES;
+    my $log_from = -s $lab->srv->access_log;
+    my (@bad, @want);
+    for my $i (0 .. $UPGRADES - 1) {
+        my $where = $WHERE[$i % @WHERE];
+        my @paths = ("/$where/8m.bin", @PARALLEL);
+        my @got = eval {
+            SndbufTune::StallClient->new(port => $lab->srv->port)
+                ->h2c_upgrade_get(\@paths);
+        };
+        push @bad, "connection $i: $@" unless @got;
+        for my $r (@got) {
+            my ($name) = $r->{path} =~ m{/(\w+)\.bin$};
+            push @bad, "connection $i, $r->{path}: status "
+                . ($r->{status} // '-') . ", $r->{bytes} bytes (want "
+                . "$SIZE{$name}), " . ($r->{error} // 'END_STREAM')
+                unless $r->{ok} && $r->{bytes} == $SIZE{$name}
+                    && $r->{sha256} eq $lab->sha($name);
+        }
+        push @want, "/$where/8m.bin 101 0 " . $lab->policy('h2c', $where),
+            map {
+                my ($w, $name) = m{^/(\w+)/(\w+)\.bin$};
+                "$_ 200 $SIZE{$name} " . $lab->policy('h2c', $w);
+            } @paths;
+    }
+    ok(!@bad, 'h2c Upgrade: every stream 200 with the whole file '
+       . '(size, SHA-256)') or diag(join "\n", @bad[0 .. ($#bad > 9 ? 9 : $#bad)]);
+
+    my ($entries) = poll_until(30, sub {
+        my @e = $lab->srv->access_entries(from => $log_from);
+        return @e >= @want ? \@e : undef;
+    }, 0.1);
+    $entries ||= [$lab->srv->access_entries(from => $log_from)];
+    is_deeply([sort map {
+                  join ' ', map { $_ // '-' } @$_{qw(uri status)},
+                      $_->{bytes} // 0, $_->{policy} // '-';
+              } @$entries],
+              [sort @want],
+              'h2c Upgrade: the access log has each stream (200, the '
+              . "file's size, its location's policy) and each upgrade "
+              . 'request (101, 0 bytes)');
+};
 
 is_deeply([$lab->log_lines($SndbufTune::Reliability::CRASH_RE)], [],
           'error log: no child died of a signal');
