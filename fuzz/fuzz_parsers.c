@@ -484,7 +484,8 @@ static void check_policy(const char *arg)
         CHECK(!wsize && size == bytes);
     }
     else {
-        CHECK(policy == SBT_POLICY_UNSET || policy == SBT_POLICY_AUTO);
+        CHECK(policy == SBT_POLICY_UNSET || policy == SBT_POLICY_AUTO
+              || policy == SBT_POLICY_NONE);
         CHECK(size == 0 && wsize);
         CHECK(strlen(arg) == (policy == SBT_POLICY_UNSET ? 5 : 4));
     }
