@@ -114,10 +114,8 @@
  * times a scavenged flow's STEP. */
 #define SBT_LAW_FOREIGN_STEPS   4
 
-/* A flow alone on its path that retransmitted within the last LOSS_LOOKS
- * looks is sized for LOSS_FACTOR x the target with no queue (a crowd's
- * losses are its own queue overflowing: more buffer only adds to it):
- * its buffer holds, besides what
+/* A flow that retransmitted within the last LOSS_LOOKS looks is sized for
+ * LOSS_FACTOR x the target with no queue: its buffer holds, besides what
  * is in flight, everything the receiver has SACKed past a hole until the
  * retransmission fills it, an RTT later.  At one BDP a random loss of
  * 0.1% stalled a bbr flow on the seed path at every loss: 0.77 of
@@ -294,7 +292,7 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
     else {
         next = sbt_law_target(l->rate, s->srtt_us + s->rttvar_us
                                        + SBT_LAW_REFILL_US);
-        if (l->recovering && !s->path_shared) {
+        if (l->recovering) {
             next *= SBT_LAW_LOSS_FACTOR;
         }
         if (limited && next < cur + (cur >> SBT_LAW_GROW_SHIFT)) {
@@ -338,12 +336,7 @@ static int sbt_law_not_own_queue(sbt_law_t *l, const sbt_law_sample_t *s,
         l->episode_queue_us = out->queue_us;
         return 0;
     }
-    /* And only while the flow loses packets: a loss-based sender beside
-     * it overflows the queue at the end of each of its cycles, where a
-     * crowd of this server's flows, whose siblings may run in another
-     * child and so look absent, settles without losses (05). */
-    return l->recovering
-           && cur * SBT_LAW_YIELD <= (uint64_t)l->episode_size
+    return cur * SBT_LAW_YIELD <= (uint64_t)l->episode_size
            && (out->queue_us >= q0
                || out->queue_us >= l->min_rtt_us >> SBT_LAW_FOREIGN_SHIFT)
            && (uint64_t)out->queue_us * l->measured
