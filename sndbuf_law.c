@@ -104,16 +104,6 @@
  * the seed path steer itself down to 50 KB (0.08 of autotuning). */
 #define SBT_LAW_FOREIGN_SHIFT   2
 
-/* And either test only once the queue holds FOREIGN_STEPS x STEP or more
- * of this flow's own rate.  Flows of one crowd steered by the queue keep
- * STEP each at the fixed point, so the queue holds about one STEP of any
- * member's rate, however many they are; a crowd whose other members run
- * in another child process (sndbuf_path.c sees only its own) looks
- * alone, and yielded on min RTT / 4 (05: 10 downloads through 20 Mbit/s,
- * 46 ms of queue, one flow held 1 MB).  Another sender's queue holds many
- * times a scavenged flow's STEP. */
-#define SBT_LAW_FOREIGN_STEPS   4
-
 /* A flow that retransmitted within the last LOSS_LOOKS looks is sized for
  * LOSS_FACTOR x the target with no queue: its buffer holds, besides what
  * is in flight, everything the receiver has SACKed past a hole until the
@@ -338,10 +328,7 @@ static int sbt_law_not_own_queue(sbt_law_t *l, const sbt_law_sample_t *s,
     }
     return cur * SBT_LAW_YIELD <= (uint64_t)l->episode_size
            && (out->queue_us >= q0
-               || out->queue_us >= l->min_rtt_us >> SBT_LAW_FOREIGN_SHIFT)
-           && (uint64_t)out->queue_us * l->measured
-              >= (uint64_t)SBT_LAW_FOREIGN_STEPS * SBT_LAW_STEP_SEGMENTS
-                 * s->mss * 1000000;
+               || out->queue_us >= l->min_rtt_us >> SBT_LAW_FOREIGN_SHIFT);
 }
 
 /** Resize only for a change worth a system call: 1/16 either way, or a
