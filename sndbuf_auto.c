@@ -118,8 +118,11 @@ static void sbt_auto_sample(const sbt_auto_t *a, const sbt_tcp_info_t *ti,
     if (!handshake) {
         conn_rec *primary = c->master ? c->master : c;
 
-        s->path_min_rtt_us = sbt_path_look(primary->client_addr, primary->id,
-                                           own, &s->path_shared);
+        /* The connection's identity is its conn_rec: the event MPM sets
+         * c->id anew whenever a worker takes the connection up. */
+        s->path_min_rtt_us = sbt_path_look(primary->client_addr,
+                                           (const void *)primary, own,
+                                           &s->path_shared);
     }
 }
 

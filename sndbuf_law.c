@@ -104,8 +104,20 @@
  * the seed path steer itself down to 50 KB (0.08 of autotuning). */
 #define SBT_LAW_FOREIGN_SHIFT   2
 
-/* A flow that retransmitted within the last LOSS_LOOKS looks is sized for
- * LOSS_FACTOR x the target with no queue: its buffer holds, besides what
+/* And either test only once the queue holds FOREIGN_STEPS x STEP or more
+ * of this flow's own rate.  Flows of one crowd steered by the queue keep
+ * STEP each at the fixed point, so the queue holds about one STEP of any
+ * member's rate, however many they are; a crowd whose other members run
+ * in another child process (sndbuf_path.c sees only its own) looks
+ * alone, and yielded on min RTT / 4 (05: 10 downloads through 20 Mbit/s,
+ * 46 ms of queue, one flow held 1 MB).  Another sender's queue holds many
+ * times a scavenged flow's STEP. */
+#define SBT_LAW_FOREIGN_STEPS   4
+
+/* A flow alone on its path that retransmitted within the last LOSS_LOOKS
+ * looks is sized for LOSS_FACTOR x the target with no queue (a crowd's
+ * losses are its own queue overflowing: more buffer only adds to it):
+ * its buffer holds, besides what
  * is in flight, everything the receiver has SACKed past a hole until the
  * retransmission fills it, an RTT later.  At one BDP a random loss of
  * 0.1% stalled a bbr flow on the seed path at every loss: 0.77 of
@@ -165,14 +177,26 @@ static void sbt_law_rtt(sbt_law_t *l, const sbt_law_sample_t *s)
     }
 }
 
-/** May autotuning carry the ramp?  Only on a socket it governs, and not
- *  when SndbufTuneLimits is narrower than the kernel's own range. */
+/** May the buffer be left to autotuning?  Only where SndbufTuneLimits
+ *  leaves autotuning the kernel's range: a maximum no lower than
+ *  net.core.wmem_max (the default: all a lock could get) or than what
+ *  autotuning reaches, and a minimum no higher than where it starts.
+ *  An administrator's narrower range is a choice a lock must keep: a
+ *  release let autotuning take a "SndbufTuneLimits 8k 64k" socket past
+ *  64k (03). */
+static int sbt_law_autotuning_allowed(const sbt_law_limits_t *lim)
+{
+    return lim->tcp_wmem_max
+           && ((lim->wmem_max && (uint64_t)lim->limit_max >= lim->wmem_max)
+               || 2 * (uint64_t)lim->limit_max >= lim->tcp_wmem_max)
+           && 2 * (uint64_t)lim->limit_min <= lim->tcp_wmem_initial;
+}
+
+/** May autotuning carry the ramp?  Only on a socket it governs. */
 static int sbt_law_may_ramp(const sbt_law_limits_t *lim,
                             const sbt_law_sample_t *s)
 {
-    return !s->locked_at && lim->tcp_wmem_max
-           && 2 * (uint64_t)lim->limit_max >= lim->tcp_wmem_max
-           && 2 * (uint64_t)lim->limit_min <= lim->tcp_wmem_initial;
+    return !s->locked_at && sbt_law_autotuning_allowed(lim);
 }
 
 void sbt_law_begin(sbt_law_t *l, const sbt_law_limits_t *lim,
@@ -282,7 +306,7 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
     else {
         next = sbt_law_target(l->rate, s->srtt_us + s->rttvar_us
                                        + SBT_LAW_REFILL_US);
-        if (l->recovering) {
+        if (l->recovering && !s->path_shared) {
             next *= SBT_LAW_LOSS_FACTOR;
         }
         if (limited && next < cur + (cur >> SBT_LAW_GROW_SHIFT)) {
@@ -326,9 +350,17 @@ static int sbt_law_not_own_queue(sbt_law_t *l, const sbt_law_sample_t *s,
         l->episode_queue_us = out->queue_us;
         return 0;
     }
-    return cur * SBT_LAW_YIELD <= (uint64_t)l->episode_size
+    /* And only while the flow loses packets: a loss-based sender beside
+     * it overflows the queue at the end of each of its cycles, where a
+     * crowd of this server's flows, whose siblings may run in another
+     * child and so look absent, settles without losses (05). */
+    return l->recovering
+           && cur * SBT_LAW_YIELD <= (uint64_t)l->episode_size
            && (out->queue_us >= q0
-               || out->queue_us >= l->min_rtt_us >> SBT_LAW_FOREIGN_SHIFT);
+               || out->queue_us >= l->min_rtt_us >> SBT_LAW_FOREIGN_SHIFT)
+           && (uint64_t)out->queue_us * l->measured
+              >= (uint64_t)SBT_LAW_FOREIGN_STEPS * SBT_LAW_STEP_SEGMENTS
+                 * s->mss * 1000000;
 }
 
 /** Resize only for a change worth a system call: 1/16 either way, or a
@@ -349,6 +381,7 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
                                 const sbt_law_sample_t *s, uint64_t cur,
                                 sbt_law_out_t *out)
 {
+    int may_leave = sbt_law_autotuning_allowed(lim);
     uint64_t want;
 
     if (l->yielded) {
@@ -356,7 +389,7 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
     }
     out->queued = !s->loss_based && sbt_law_queued(l, s, out);
     want = sbt_law_next(l, s, out->queued, out->limited, cur);
-    if (sbt_law_not_own_queue(l, s, out, cur, want)) {
+    if (may_leave && sbt_law_not_own_queue(l, s, out, cur, want)) {
         l->yielded = 1;
         return "the queue did not shrink while this flow halved its buffer: it is "
                "not this flow's, left to autotuning";
@@ -369,7 +402,8 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
     /* A loss-based sender needs the queue it fills, and room to recover
      * from the losses that end each of its cycles: a lock only where it
      * gives more than autotuning would (a long fat path). */
-    if (s->loss_based && 2 * (uint64_t)out->size <= lim->tcp_wmem_max) {
+    if (may_leave && s->loss_based
+        && 2 * (uint64_t)out->size <= lim->tcp_wmem_max) {
         return "loss-based congestion control, within autotuning's "
                "reach: left to autotuning";
     }

@@ -56,7 +56,7 @@ typedef struct {
     apr_time_t seen;
     /** The connection that looked last, and when; when two connections
      *  last looked within SBT_PATH_SHARED of each other. */
-    long last_conn;
+    const void *last_conn;
     apr_time_t last_look;
     apr_time_t shared_seen;
 } sbt_path_t;
@@ -68,7 +68,7 @@ static apr_thread_mutex_t *sbt_paths_mutex;
 
 /** Note that connection @a conn looked at @a p at @a now; is the path
  *  shared with another of this process's connections? */
-static int sbt_path_shared(sbt_path_t *p, long conn, apr_time_t now)
+static int sbt_path_shared(sbt_path_t *p, const void *conn, apr_time_t now)
 {
     if (p->last_conn != conn && now - p->last_look <= SBT_PATH_SHARED) {
         p->shared_seen = now;
@@ -103,7 +103,7 @@ static apr_uint32_t sbt_path_update(sbt_path_t *p, int family,
     return p->min_rtt_us;
 }
 
-apr_uint32_t sbt_path_look(const apr_sockaddr_t *client, long conn,
+apr_uint32_t sbt_path_look(const apr_sockaddr_t *client, const void *conn,
                            apr_uint32_t own_us, int *shared)
 {
     apr_uint32_t min = own_us;

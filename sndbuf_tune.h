@@ -307,7 +307,7 @@ void sbt_auto_register_hooks(void);
  *  return the path's: the lowest any connection to that address has
  *  measured lately (@a own_us when none is lower, or when unknown);
  *  @a shared: another connection of this process looks at it too. */
-apr_uint32_t sbt_path_look(const apr_sockaddr_t *client, long conn,
+apr_uint32_t sbt_path_look(const apr_sockaddr_t *client, const void *conn,
                            apr_uint32_t own_us, int *shared);
 void sbt_path_register_hooks(void);
 

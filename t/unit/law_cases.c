@@ -307,6 +307,14 @@ static void test_loss(void)
     s.total_retrans = 3;
     sbt_law_look(&l, &lim, &s, &out);
     is_i(out.size, base, "loss: then the target again");
+
+    begin_locked(&l, &lim, 100, 1000000, base);
+    s = look_at(100, 100, 1000000, base, 0);
+    s.total_retrans = 3;
+    s.path_shared = 1;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_KEEP, "loss: not in a crowd of this server's "
+         "flows (its losses are its own queue overflowing)");
 }
 
 static void test_clamps(void)
@@ -351,6 +359,15 @@ static void test_stock(void)
     sbt_law_look(&l, &lim, &s, &out);
     is_i(out.act, SBT_LAW_KEEP, "stock: an autotuned socket stays so "
          "where wmem_max is below the size wanted");
+    s = look_at(0, 250, 0, 0, 16384);
+    sbt_law_begin(&l, &lim, &s, 0);
+    ok(l.ramping, "stock: the default maximum (wmem_max) leaves the ramp "
+       "to autotuning");
+    lim.limit_max = 212991;
+    sbt_law_begin(&l, &lim, &s, 0);
+    ok(!l.ramping, "stock: one byte under wmem_max is the administrator's "
+       "cap");
+    lim = stock();
     begin_locked(&l, &lim, 250, R30M, 212992);
     s = look_at(250, 250, R30M, 212992, 0);
     sbt_law_look(&l, &lim, &s, &out);
@@ -402,6 +419,24 @@ static void test_loss_based(void)
     is_i(out.act, SBT_LAW_SET, "cubic: a long fat path still gets more "
          "than tcp_wmem[2]");
     is_i(out.size, 4194304, "cubic: (its maximum)");
+
+    /* An administrator's cap: locked within it, never given back. */
+    lim.limit_max = 65536;
+    begin_locked(&l, &lim, 250, R30M, 65536);
+    s = look_at(250, 250, R30M, 65536, 0);
+    s.loss_based = 1;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_KEEP, "cubic: under SndbufTuneLimits 8k 64k, "
+         "kept at the cap, not given back");
+    s = look_at(0, 250, 0, 0, 16384);
+    sbt_law_begin(&l, &lim, &s, 0);
+    l.ramping = 0;
+    s = look_at(250, 250, R30M, 0, 1 << 20);
+    s.loss_based = 1;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_SET, "cubic: an autotuned socket under the cap "
+         "is locked");
+    is_i(out.size, 65536, "cubic: (at the cap)");
 }
 
 /* Steer a crowd flow: queue = srtt - min rtt. */
@@ -479,6 +514,7 @@ static void test_yield(void)
     for (i = 1; i <= 20 && !released; i++) {
         s = look_at(100 * i, 100, 1000000, cur, 0);
         s.srtt_us = (150 + i) * MS;     /* the queue stays */
+        s.total_retrans = (uint32_t)i;  /* and overflows */
         sbt_law_look(&l, &lim, &s, &out);
         if (out.act == SBT_LAW_SET) {
             cur = out.size;
@@ -501,6 +537,7 @@ static void test_yield(void)
     for (i = 1; i <= 30 && !released; i++) {
         s = look_at(100 * i, 100, 1000000, cur, 0);
         s.srtt_us = (i % 3 ? 150 : 104) * MS;
+        s.total_retrans = (uint32_t)i;
         sbt_law_look(&l, &lim, &s, &out);
         if (out.act == SBT_LAW_SET) {
             cur = out.size;
@@ -528,6 +565,26 @@ static void test_yield(void)
     ok(!released && cur < 400000, "yield: not on a path other flows of "
        "this server share (path_shared)");
 
+    /* One of ten flows through 20 Mbit/s whose siblings run in another
+     * child (so not path_shared): the queue, 46 ms, holds about one STEP
+     * of its 250 kB/s. */
+    cur = 800000;
+    begin_locked(&l, &lim, 100, 250000, cur);
+    l.settling = 0;
+    released = 0;
+    for (i = 1; i <= 30; i++) {
+        s = look_at(100 * i, 100, 250000, cur, 0);
+        s.srtt_us = 146 * MS;
+        s.total_retrans = (uint32_t)i;
+        sbt_law_look(&l, &lim, &s, &out);
+        if (out.act == SBT_LAW_SET) {
+            cur = out.size;
+        }
+        released |= out.act == SBT_LAW_RELEASE;
+    }
+    ok(!released && cur < 400000, "yield: not a crowd's queue of about "
+       "one STEP of the flow's rate, seen alone (FOREIGN_STEPS)");
+
     /* Its own queue: it shrinks as the flow backs off. */
     cur = 800000;
     begin_locked(&l, &lim, 100, 1000000, cur);
@@ -554,6 +611,7 @@ static void test_yield(void)
     for (i = 1; i <= 30 && !released; i++) {
         s = look_at(100 * i, 100, 1000000, cur, 0);
         s.srtt_us = (180 - i) * MS;
+        s.total_retrans = (uint32_t)i;
         sbt_law_look(&l, &lim, &s, &out);
         if (out.act == SBT_LAW_SET) {
             cur = out.size;
@@ -562,6 +620,45 @@ static void test_yield(void)
     }
     ok(released, "yield: a queue over min rtt / 4 (FOREIGN_SHIFT 2) that "
        "stays once the buffer halved, though it shrinks");
+
+    /* The first case without losses: a crowd of this server's flows
+     * (whose siblings another child runs) settles without them. */
+    cur = 800000;
+    begin_locked(&l, &lim, 100, 1000000, cur);
+    l.settling = 0;
+    released = 0;
+    for (i = 1; i <= 20; i++) {
+        s = look_at(100 * i, 100, 1000000, cur, 0);
+        s.srtt_us = (150 + i) * MS;
+        sbt_law_look(&l, &lim, &s, &out);
+        if (out.act == SBT_LAW_SET) {
+            cur = out.size;
+        }
+        released |= out.act == SBT_LAW_RELEASE;
+    }
+    ok(!released && cur < 400000, "yield: only while the flow loses "
+       "packets");
+
+    /* The first case under an administrator's cap: steered, never given
+     * back (autotuning would pass the cap). */
+    lim.limit_max = 1 << 20;
+    cur = 800000;
+    begin_locked(&l, &lim, 100, 1000000, cur);
+    l.settling = 0;
+    released = 0;
+    for (i = 1; i <= 20; i++) {
+        s = look_at(100 * i, 100, 1000000, cur, 0);
+        s.srtt_us = (150 + i) * MS;
+        s.total_retrans = (uint32_t)i;
+        sbt_law_look(&l, &lim, &s, &out);
+        if (out.act == SBT_LAW_SET) {
+            cur = out.size;
+        }
+        released |= out.act == SBT_LAW_RELEASE;
+    }
+    ok(!released && cur < 400000, "yield: never past SndbufTuneLimits' "
+       "max below wmem_max");
+    lim = lab();
 
     /* Settling after the ramp: the buffer comes down from autotuning's
      * size through the flow's own overshoot, whose queue may stay. */
@@ -666,21 +763,29 @@ static int queued_at(uint32_t min_rtt_us, uint32_t srtt_us)
 
 /* The yield test in one step: an episode begins at 800000 with a queue
  * of @q0 ms; the next look finds the buffer at @cur and the queue @q1. */
-static int yields(int cur, uint32_t q0_us, uint32_t q1_us)
+static int yields_at(uint64_t rate, int cur, uint32_t q0_us, uint32_t q1_us)
 {
     sbt_law_limits_t lim = lab();
     sbt_law_t l;
     sbt_law_out_t out;
     sbt_law_sample_t s;
 
-    begin_locked(&l, &lim, 100, 1000000, 800000);
-    s = look_at(100, 100, 1000000, 800000, 0);
+    begin_locked(&l, &lim, 100, rate, 800000);
+    s = look_at(100, 100, rate, 800000, 0);
     s.srtt_us = 100 * MS + q0_us;
     sbt_law_look(&l, &lim, &s, &out);
-    s = look_at(200, 100, 1000000, cur, 0);
+    s = look_at(200, 100, rate, cur, 0);
     s.srtt_us = 100 * MS + q1_us;
+    s.total_retrans = 1;
     sbt_law_look(&l, &lim, &s, &out);
     return out.act == SBT_LAW_RELEASE;
+}
+
+/* At 10 MB/s, FOREIGN_STEPS x STEP of the flow's rate is 4.6 ms: the
+ * queue tests alone decide. */
+static int yields(int cur, uint32_t q0_us, uint32_t q1_us)
+{
+    return yields_at(10000000, cur, q0_us, q1_us);
 }
 
 static void test_edges(void)
@@ -704,6 +809,11 @@ static void test_edges(void)
     ok(yields(400000, 80 * MS, 25 * MS), "edge: halved, the queue at "
        "min rtt / 4: yields");
     ok(!yields(400000, 80 * MS, 25 * MS - 1), "edge: 1 us under: no");
+    /* 1 MB/s: 4 x 8 x 1448 B of it is 46.336 ms of queue. */
+    ok(yields_at(1000000, 400000, 20 * MS, 46336), "edge: a queue of "
+       "FOREIGN_STEPS 4 x STEP of the flow's rate: yields");
+    ok(!yields_at(1000000, 400000, 20 * MS, 46335), "edge: 1 us less: no "
+       "(a crowd's queue holds about one STEP of each member's rate)");
 
     /* RAMP_SHIFT 2: growth over a quarter is growth. */
     s = look_at(0, 100, 0, 0, 16384);

@@ -85,14 +85,19 @@ my @CONFIGS = (
 );
 
 # One download of $path for $secs; $cond->{later}: the bulk flow starts
-# that many seconds into it (else it ran from 5 s before).
+# that many seconds into it (else it ran from 5 s before). A link whose
+# rate changes over time (rate steps, a trace) starts its schedule again
+# with each download, so that every configuration sees the same link: the
+# configurations of a cell take turns, and a 15 s download 16 s into a
+# trace sees another link than one at 0 s.
 sub _measure {
-    my ($lab, $srv, $path, $secs, $warm, $cond) = @_;
+    my ($lab, $srv, $path, $secs, $warm, $cond, $timed) = @_;
     my $bulk;
     if ($cond->{bulk} && !$cond->{later}) {
         $bulk = $lab->bulk_start(cc => $cond->{bulk}, seconds => $secs + 10);
         sleep 5;
     }
+    $lab->status(reset => 1) if $timed;
     my $job = $lab->curl_start(url => $srv->url($path), max_time => $secs);
     my $samples = $lab->sample_while(job => $job, interval => 0.25,
         on_sample => sub {
@@ -151,7 +156,7 @@ sub _cell {
     push @order, shift @order for 1 .. ($ctx->{turn}++ % @order);
     for my $name (@order) {
         $r{$name} = _measure($lab, $srv, "/$name/big.bin", $secs, $warm,
-                             $cond);
+                             $cond, $p->{trace} || $cond->{steps});
         sleep 1;
     }
     $srv->stop;
