@@ -167,12 +167,17 @@ sub _cell {
 
 sub _fmt { defined $_[0] ? sprintf('%.3f', $_[0]) : 'n/a' }
 
+# --cells: names (a cell is kept when its profile, path and condition
+# are all among them) and whole cells (profile/path/condition).
 sub _keep {
     my ($ctx, @names) = @_;
     my $cells = $ctx->{cells} // ($ctx->{opt} || {})->{cells};
     return 1 unless $cells;
-    my %k = map { $_ => 1 } split /,/, $cells;
-    return !grep { !$k{$_} } @names;
+    my @k = split /,/, $cells;
+    my $cell = join '/', @names;
+    return 1 if grep { $_ eq $cell } @k;
+    my %k = map { $_ => 1 } grep { !m{/} } @k;
+    return %k && !grep { !$k{$_} } @names;
 }
 
 sub run {
