@@ -382,12 +382,18 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
                                 sbt_law_out_t *out)
 {
     int may_leave = sbt_law_autotuning_allowed(lim);
+    /* A loss-based sender alone fills the queue by design: that queue is
+     * its own, no crowd.  Beside other flows of this server to the same
+     * client the queue is the crowd's, and steering shares it as it
+     * does a bbr crowd's; left to autotuning, 20 cubic flows through one
+     * 100 Mbit/s path kept Jain 0.68-0.75 and 2x the retransmissions. */
+    int steer = !s->loss_based || s->path_shared;
     uint64_t want;
 
     if (l->yielded) {
         return "the queue is not this flow's: left to autotuning";
     }
-    out->queued = !s->loss_based && sbt_law_queued(l, s, out);
+    out->queued = steer && sbt_law_queued(l, s, out);
     want = sbt_law_next(l, s, out->queued, out->limited, cur);
     if (may_leave && sbt_law_not_own_queue(l, s, out, cur, want)) {
         l->yielded = 1;
@@ -395,14 +401,22 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
                "not this flow's, left to autotuning";
     }
     if (sbt_law_kernel_binds(want, lim)) {
-        return "net.core.wmem_max is below the size wanted: left to "
-               "autotuning";
+        /* Not where a crowd's queue takes the buffer down from where
+         * autotuning has it: the lock at wmem_max is below both, and a
+         * look without a queue gives it back.  Else a crowd on a stock
+         * kernel would never leave autotuning (20 cubic flows: 6.3 MiB,
+         * Jain 0.58). */
+        if (!out->queued || !s->path_shared || want >= cur) {
+            return "net.core.wmem_max is below the size wanted: left to "
+                   "autotuning";
+        }
+        want = lim->wmem_max;
     }
     out->size = sbt_law_clamp(want, lim, s->mss, out);
-    /* A loss-based sender needs the queue it fills, and room to recover
-     * from the losses that end each of its cycles: a lock only where it
-     * gives more than autotuning would (a long fat path). */
-    if (may_leave && s->loss_based
+    /* A loss-based sender alone needs the queue it fills, and room to
+     * recover from the losses that end each of its cycles: a lock only
+     * where it gives more than autotuning would (a long fat path). */
+    if (may_leave && !steer
         && 2 * (uint64_t)out->size <= lim->tcp_wmem_max) {
         return "loss-based congestion control, within autotuning's "
                "reach: left to autotuning";

@@ -383,6 +383,26 @@ static void test_stock(void)
     sbt_law_look(&l, &lim, &s, &out);
     is_i(out.act, SBT_LAW_SET, "stock: a size wmem_max grants is set");
 
+    /* A crowd's queue takes an autotuned buffer down: locked at wmem_max
+     * (below both), not left where autotuning has it. */
+    lim = stock();
+    begin_locked(&l, &lim, 100, R30M, 0);
+    l.ramping = 0;
+    s = look_at(100, 100, R30M, 0, 1 << 21);
+    s.srtt_us = 150 * MS;
+    s.path_shared = 1;
+    s.loss_based = 1;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_SET, "stock: a crowd's queue locks an autotuned "
+         "buffer");
+    is_i(out.size, 212992, "stock: (at wmem_max)");
+    s.path_shared = 0;
+    s.loss_based = 0;
+    begin_locked(&l, &lim, 100, R30M, 0);
+    l.ramping = 0;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_KEEP, "stock: not a lone flow's queue");
+
     /* wmem_max 2 MiB or more: a lock at it is above autotuning's. */
     lim = stock();
     lim.wmem_max = lim.limit_max = 2097152;
@@ -419,6 +439,21 @@ static void test_loss_based(void)
     is_i(out.act, SBT_LAW_SET, "cubic: a long fat path still gets more "
          "than tcp_wmem[2]");
     is_i(out.size, 4194304, "cubic: (its maximum)");
+
+    /* In a crowd of this server's flows to one client the queue is the
+     * crowd's: steered, as a bbr flow is. */
+    begin_locked(&l, &lim, 100, 1000000, 200000);
+    s = look_at(100, 100, 1000000, 200000, 0);
+    s.loss_based = 1;
+    s.path_shared = 1;
+    s.srtt_us = 150 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.act == SBT_LAW_SET && out.queued && out.size < 200000,
+       "cubic: a crowd's queue steers it");
+    s.srtt_us = 100 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_SET, "cubic: in a crowd, locked at the target "
+         "with no queue");
 
     /* An administrator's cap: locked within it, never given back. */
     lim.limit_max = 65536;
