@@ -535,183 +535,139 @@ static void test_queue(void)
          "settle: floor at the target while settling");
 }
 
+/* The yield tests' queues: the smoothed RTT at look @i of a flow whose
+ * buffer is at @cur, on a path of 100 ms. */
+static uint32_t q_stays(int i, int cur)         /* a bulk flow's */
+{
+    (void)cur;
+    return (150 + (uint32_t)i) * MS;
+}
+
+static uint32_t q_comes_and_goes(int i, int cur)  /* between its peaks */
+{
+    (void)cur;
+    return (i % 3 ? 150 : 104) * MS;
+}
+
+static uint32_t q_crowd(int i, int cur)         /* 46 ms, one STEP */
+{
+    (void)i, (void)cur;
+    return 146 * MS;
+}
+
+static uint32_t q_own(int i, int cur)           /* drains as it backs off */
+{
+    (void)i;
+    return 100 * MS + (uint32_t)(40ull * MS * cur / 800000);
+}
+
+static uint32_t q_cubic(int i, int cur)         /* shrinks a little */
+{
+    (void)cur;
+    return (180 - (uint32_t)i) * MS;
+}
+
+static uint32_t q_overshoot(int i, int cur)     /* slow start's, settling */
+{
+    (void)i, (void)cur;
+    return 200 * MS;
+}
+
+/* A flow locked at *cur past its ramp (@settling looks of it left), at
+ * @rate B/s on a path of 100 ms, looked at up to @looks times with the
+ * RTT @srtt gives, a retransmission at each look when @losing, beside
+ * other flows of this server when @shared.  Stops at a release: returns
+ * whether there was one; *cur is the size the law left. */
+static int steer(sbt_law_t *l, const sbt_law_limits_t *lim, uint64_t rate,
+                 int *cur, int settling, int looks,
+                 uint32_t (*srtt)(int, int), int losing, int shared)
+{
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+    int i;
+
+    begin_locked(l, lim, 100, rate, *cur);
+    l->settling = settling;
+    for (i = 1; i <= looks; i++) {
+        s = look_at(100 * i, 100, rate, *cur, 0);
+        s.srtt_us = srtt(i, *cur);
+        s.total_retrans = losing ? (uint32_t)i : 0;
+        s.path_shared = shared;
+        sbt_law_look(l, lim, &s, &out);
+        if (out.act == SBT_LAW_RELEASE) {
+            return 1;
+        }
+        if (out.act == SBT_LAW_SET) {
+            *cur = out.size;
+        }
+    }
+    return 0;
+}
+
 static void test_yield(void)
 {
     sbt_law_limits_t lim = lab();
     sbt_law_t l;
     sbt_law_out_t out;
     sbt_law_sample_t s;
-    int cur = 800000, i, released = 0;
+    int cur = 800000;
 
-    /* A bulk flow beside it keeps the queue full, whatever it does. */
-    begin_locked(&l, &lim, 100, 1000000, cur);
-    l.settling = 0;
-    for (i = 1; i <= 20 && !released; i++) {
-        s = look_at(100 * i, 100, 1000000, cur, 0);
-        s.srtt_us = (150 + i) * MS;     /* the queue stays */
-        s.total_retrans = (uint32_t)i;  /* and overflows */
-        sbt_law_look(&l, &lim, &s, &out);
-        if (out.act == SBT_LAW_SET) {
-            cur = out.size;
-        }
-        released = out.act == SBT_LAW_RELEASE;
-    }
-    ok(released, "yield: a queue that stays while the buffer halved is "
+    ok(steer(&l, &lim, 1000000, &cur, 0, 20, q_stays, 1, 0),
+       "yield: a queue that stays while the buffer halved, with losses, is "
        "not the flow's: given back to autotuning");
     ok(cur <= 400000, "yield: only once the buffer had halved");
     s = look_at(5000, 100, 1000000, 0, 1 << 20);
     sbt_law_look(&l, &lim, &s, &out);
     is_i(out.act, SBT_LAW_KEEP, "yield: for the rest of the response");
 
-    /* Another sender's queue comes and goes (its losses): a look
-     * without a queue between does not end the episode. */
     cur = 800000;
-    begin_locked(&l, &lim, 100, 1000000, cur);
-    l.settling = 0;
-    released = 0;
-    for (i = 1; i <= 30 && !released; i++) {
-        s = look_at(100 * i, 100, 1000000, cur, 0);
-        s.srtt_us = (i % 3 ? 150 : 104) * MS;
-        s.total_retrans = (uint32_t)i;
-        sbt_law_look(&l, &lim, &s, &out);
-        if (out.act == SBT_LAW_SET) {
-            cur = out.size;
-        }
-        released = out.act == SBT_LAW_RELEASE;
-    }
-    ok(released, "yield: through looks between the other sender's peaks");
+    ok(steer(&l, &lim, 1000000, &cur, 0, 30, q_comes_and_goes, 1, 0),
+       "yield: through looks between the other sender's peaks");
 
-    /* The same, beside other flows of this server to the same client:
-     * their queue is partly theirs, and they back off with this one. */
+    /* Beside other flows of this server to the same client the queue is
+     * partly theirs, and they back off with this one. */
     cur = 800000;
-    begin_locked(&l, &lim, 100, 1000000, cur);
-    l.settling = 0;
-    released = 0;
-    for (i = 1; i <= 20; i++) {
-        s = look_at(100 * i, 100, 1000000, cur, 0);
-        s.srtt_us = 150 * MS;
-        s.path_shared = 1;
-        sbt_law_look(&l, &lim, &s, &out);
-        if (out.act == SBT_LAW_SET) {
-            cur = out.size;
-        }
-        released |= out.act == SBT_LAW_RELEASE;
-    }
-    ok(!released && cur < 400000, "yield: not on a path other flows of "
-       "this server share (path_shared)");
+    ok(!steer(&l, &lim, 1000000, &cur, 0, 20, q_stays, 1, 1)
+       && cur < 400000, "yield: not on a path other flows of this server "
+       "share (path_shared)");
 
     /* One of ten flows through 20 Mbit/s whose siblings run in another
-     * child (so not path_shared): the queue, 46 ms, holds about one STEP
-     * of its 250 kB/s. */
+     * child (so not path_shared): the queue holds about one STEP of its
+     * 250 kB/s. */
     cur = 800000;
-    begin_locked(&l, &lim, 100, 250000, cur);
-    l.settling = 0;
-    released = 0;
-    for (i = 1; i <= 30; i++) {
-        s = look_at(100 * i, 100, 250000, cur, 0);
-        s.srtt_us = 146 * MS;
-        s.total_retrans = (uint32_t)i;
-        sbt_law_look(&l, &lim, &s, &out);
-        if (out.act == SBT_LAW_SET) {
-            cur = out.size;
-        }
-        released |= out.act == SBT_LAW_RELEASE;
-    }
-    ok(!released && cur < 400000, "yield: not a crowd's queue of about "
-       "one STEP of the flow's rate, seen alone (FOREIGN_STEPS)");
+    ok(!steer(&l, &lim, 250000, &cur, 0, 30, q_crowd, 1, 0)
+       && cur < 400000, "yield: not a crowd's queue of about one STEP of "
+       "the flow's rate, seen alone (FOREIGN_STEPS)");
 
-    /* Its own queue: it shrinks as the flow backs off. */
     cur = 800000;
-    begin_locked(&l, &lim, 100, 1000000, cur);
-    l.settling = 0;
-    released = 0;
-    for (i = 1; i <= 30; i++) {
-        s = look_at(100 * i, 100, 1000000, cur, 0);
-        /* its own queue: its excess over the path, as it backs off */
-        s.srtt_us = 100 * MS + (uint32_t)(40ull * MS * cur / 800000);
-        sbt_law_look(&l, &lim, &s, &out);
-        if (out.act == SBT_LAW_SET) {
-            cur = out.size;
-        }
-        released |= out.act == SBT_LAW_RELEASE;
-    }
-    ok(!released, "yield: not when the queue drains as the flow backs off");
+    ok(!steer(&l, &lim, 1000000, &cur, 0, 30, q_own, 1, 0),
+       "yield: not when the queue drains as the flow backs off");
 
-    /* A cubic sender's queue shrinks a little as this flow backs off,
-     * but stays far above what a lone flow keeps. */
     cur = 800000;
-    begin_locked(&l, &lim, 100, 1000000, cur);
-    l.settling = 0;
-    released = 0;
-    for (i = 1; i <= 30 && !released; i++) {
-        s = look_at(100 * i, 100, 1000000, cur, 0);
-        s.srtt_us = (180 - i) * MS;
-        s.total_retrans = (uint32_t)i;
-        sbt_law_look(&l, &lim, &s, &out);
-        if (out.act == SBT_LAW_SET) {
-            cur = out.size;
-        }
-        released = out.act == SBT_LAW_RELEASE;
-    }
-    ok(released, "yield: a queue over min rtt / 4 (FOREIGN_SHIFT 2) that "
-       "stays once the buffer halved, though it shrinks");
+    ok(steer(&l, &lim, 1000000, &cur, 0, 30, q_cubic, 1, 0),
+       "yield: a queue over min rtt / 4 (FOREIGN_SHIFT 2) that stays once "
+       "the buffer halved, though it shrinks");
 
-    /* The first case without losses: a crowd of this server's flows
-     * (whose siblings another child runs) settles without them. */
+    /* A crowd of this server's flows (whose siblings another child runs)
+     * settles without losses. */
     cur = 800000;
-    begin_locked(&l, &lim, 100, 1000000, cur);
-    l.settling = 0;
-    released = 0;
-    for (i = 1; i <= 20; i++) {
-        s = look_at(100 * i, 100, 1000000, cur, 0);
-        s.srtt_us = (150 + i) * MS;
-        sbt_law_look(&l, &lim, &s, &out);
-        if (out.act == SBT_LAW_SET) {
-            cur = out.size;
-        }
-        released |= out.act == SBT_LAW_RELEASE;
-    }
-    ok(!released && cur < 400000, "yield: only while the flow loses "
-       "packets");
+    ok(!steer(&l, &lim, 1000000, &cur, 0, 20, q_stays, 0, 0)
+       && cur < 400000, "yield: only while the flow loses packets");
 
-    /* The first case under an administrator's cap: steered, never given
-     * back (autotuning would pass the cap). */
+    /* Autotuning would pass an administrator's cap. */
     lim.limit_max = 1 << 20;
     cur = 800000;
-    begin_locked(&l, &lim, 100, 1000000, cur);
-    l.settling = 0;
-    released = 0;
-    for (i = 1; i <= 20; i++) {
-        s = look_at(100 * i, 100, 1000000, cur, 0);
-        s.srtt_us = (150 + i) * MS;
-        s.total_retrans = (uint32_t)i;
-        sbt_law_look(&l, &lim, &s, &out);
-        if (out.act == SBT_LAW_SET) {
-            cur = out.size;
-        }
-        released |= out.act == SBT_LAW_RELEASE;
-    }
-    ok(!released && cur < 400000, "yield: never past SndbufTuneLimits' "
-       "max below wmem_max");
+    ok(!steer(&l, &lim, 1000000, &cur, 0, 20, q_stays, 1, 0)
+       && cur < 400000, "yield: never past SndbufTuneLimits' max below "
+       "wmem_max");
     lim = lab();
 
-    /* Settling after the ramp: the buffer comes down from autotuning's
-     * size through the flow's own overshoot, whose queue may stay. */
+    /* The buffer comes down from autotuning's size through the flow's
+     * own overshoot, whose queue may stay. */
     cur = 1600000;
-    begin_locked(&l, &lim, 100, 1000000, cur);
-    l.settling = 8;
-    released = 0;
-    for (i = 1; i <= 8; i++) {
-        s = look_at(100 * i, 100, 1000000, cur, 0);
-        s.srtt_us = 200 * MS;
-        sbt_law_look(&l, &lim, &s, &out);
-        if (out.act == SBT_LAW_SET) {
-            cur = out.size;
-        }
-        released |= out.act == SBT_LAW_RELEASE;
-    }
-    ok(!released && cur <= 800000, "yield: never while settling, though "
-       "the buffer halved under a queue that stayed");
+    ok(!steer(&l, &lim, 1000000, &cur, 8, 8, q_overshoot, 1, 0)
+       && cur <= 800000, "yield: never while settling, though the buffer "
+       "halved under a queue that stayed");
 }
 
 static void test_rates(void)
