@@ -13,8 +13,9 @@
  * flows, the queue it sees steers it instead.  Its promise is to be
  * never slower than the kernel's autotuning, so it gives the buffer back
  * to autotuning wherever a lock would be worse: when the kernel cannot
- * grant the size (net.core.wmem_max), when the congestion control needs
- * its queue (loss-based), and when the queue is not the flow's own.
+ * grant the size (net.core.wmem_max), and when a flow alone needs its
+ * queue (loss-based); and a flow alone never steers by a queue, which
+ * may be another sender's.
  * docs/auto.md explains each rule; t/unit/law_cases.c tests each.
  */
 
@@ -84,35 +85,6 @@
  * for this flow's when it is at least 1/TRUST of it (the flow started in
  * a queue); a larger gap is more likely another path behind a NAT. */
 #define SBT_LAW_PATH_TRUST      2
-
-/* A steering episode whose buffer has come down to 1/YIELD of where it
- * began while the queue is no shorter than then: the queue does not
- * answer this flow's backing off, so it is not this flow's to drain (a
- * loss-based sender beside it fills whatever this flow leaves; Copa's
- * competitive-mode test).  The flow yields the buffer to autotuning for
- * the rest of the response, which is never slower than doing nothing.
- * (Waiting for the queue to grow by an eighth as well let a flow beside
- * a cubic bulk flow steer itself down for 30 s: 0.74 of autotuning.) */
-#define SBT_LAW_YIELD           2
-
-/* Nor is a queue of min RTT / 4 or more that is still there once the
- * flow has halved its buffer: alone on its path (no other connection of
- * this server shares it), a flow past its ramp keeps STEP bytes queued
- * at its fixed point, a few ms; a cubic sender beside it refills what it
- * leaves only as fast as its window grows, so the queue does shrink a
- * little as this flow backs off, and the test above alone let a flow on
- * the seed path steer itself down to 50 KB (0.08 of autotuning). */
-#define SBT_LAW_FOREIGN_SHIFT   2
-
-/* And either test only once the queue holds FOREIGN_STEPS x STEP or more
- * of this flow's own rate.  Flows of one crowd steered by the queue keep
- * STEP each at the fixed point, so the queue holds about one STEP of any
- * member's rate, however many they are; a crowd whose other members run
- * in another child process (sndbuf_path.c sees only its own) looks
- * alone, and yielded on min RTT / 4 (05: 10 downloads through 20 Mbit/s,
- * 46 ms of queue, one flow held 1 MB).  Another sender's queue holds many
- * times a scavenged flow's STEP. */
-#define SBT_LAW_FOREIGN_STEPS   4
 
 /* A flow alone on its path that retransmitted within the last LOSS_LOOKS
  * looks is sized for LOSS_FACTOR x the target with no queue: its buffer
@@ -316,53 +288,6 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
     return next < cur / 2 ? cur / 2 : next;
 }
 
-/** A steering episode whose queue grew while the buffer halved: the
- *  queue is not this flow's (SBT_LAW_YIELD). */
-static int sbt_law_not_own_queue(sbt_law_t *l, const sbt_law_sample_t *s,
-                                 const sbt_law_out_t *out, uint64_t cur,
-                                 uint64_t next)
-{
-    uint32_t q0 = l->episode_queue_us;
-
-    /* Right after the ramp the queue is the flow's own overshoot, and
-     * the buffer comes down from autotuning's size whatever it does.
-     * Beside other flows of this server to the same client the queue is
-     * partly theirs, and theirs back off with this one: a crowd's queue
-     * shrinks slowly, and is not another sender's. */
-    if (l->settling || s->path_shared) {
-        l->episode_size = 0;
-        return 0;
-    }
-    if (!out->queued) {
-        /* A look between two peaks of another sender's queue is no
-         * answer; the episode ends once the buffer is back where it
-         * began (the path had room). */
-        if (cur >= (uint64_t)l->episode_size) {
-            l->episode_size = 0;
-        }
-        return 0;
-    }
-    if (next >= cur) {
-        return 0;
-    }
-    if (!l->episode_size) {
-        l->episode_size = (int)cur;
-        l->episode_queue_us = out->queue_us;
-        return 0;
-    }
-    /* And only while the flow loses packets: a loss-based sender beside
-     * it overflows the queue at the end of each of its cycles, where a
-     * crowd of this server's flows, whose siblings may run in another
-     * child and so look absent, settles without losses (05). */
-    return l->recovering
-           && cur * SBT_LAW_YIELD <= (uint64_t)l->episode_size
-           && (out->queue_us >= q0
-               || out->queue_us >= l->min_rtt_us >> SBT_LAW_FOREIGN_SHIFT)
-           && (uint64_t)out->queue_us * l->measured
-              >= (uint64_t)SBT_LAW_FOREIGN_STEPS * SBT_LAW_STEP_SEGMENTS
-                 * s->mss * 1000000;
-}
-
 /** Resize only for a change worth a system call: 1/16 either way, or a
  *  segment; while a queue steers it, any move over 1/128. */
 static int sbt_law_worth_it(int cur, int next, uint32_t mss, int steering)
@@ -381,33 +306,26 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
                                 const sbt_law_sample_t *s, uint64_t cur,
                                 sbt_law_out_t *out)
 {
-    int may_leave = sbt_law_autotuning_allowed(lim);
-    /* A loss-based sender alone fills the queue by design: that queue is
-     * its own, no crowd.  Beside other flows of this server to the same
-     * client the queue is the crowd's, and steering shares it as it
-     * does a bbr crowd's; left to autotuning, 20 cubic flows through one
-     * 100 Mbit/s path held 8-10 MiB at Jain 0.66-0.73 (steered: 2.3 MiB,
-     * 0.98). */
-    int steer = !s->loss_based || s->path_shared;
     uint64_t want;
 
-    if (l->yielded) {
-        return "the queue is not this flow's: left to autotuning";
-    }
-    out->queued = steer && sbt_law_queued(l, s, out);
+    /* Only a crowd's queue steers: beside other connections of this
+     * server to the same client the queue is theirs and this flow's,
+     * and steering shares it (bbr and cubic alike: 20 cubic flows
+     * through one 100 Mbit/s path, left to autotuning, held 8-10 MiB at
+     * Jain 0.66-0.73; steered, 2.3 MiB at 0.98).  A flow alone sees
+     * either its own queue, which the rate x RTT size already bounds, or
+     * another sender's, to which a delay-based controller yields without
+     * end: steered by it, a download beside a cubic bulk flow got 0.32-0.48
+     * of autotuning's goodput. */
+    out->queued = sbt_law_queued(l, s, out) && s->path_shared;
     want = sbt_law_next(l, s, out->queued, out->limited, cur);
-    if (may_leave && sbt_law_not_own_queue(l, s, out, cur, want)) {
-        l->yielded = 1;
-        return "the queue did not shrink while this flow halved its buffer: it is "
-               "not this flow's, left to autotuning";
-    }
     if (sbt_law_kernel_binds(want, lim)) {
         /* Not where a crowd's queue takes the buffer down from where
          * autotuning has it: the lock at wmem_max is below both, and a
          * look without a queue gives it back.  Else a crowd on a stock
          * kernel would never leave autotuning (20 cubic flows: 6.3 MiB,
          * Jain 0.58). */
-        if (!out->queued || !s->path_shared || want >= cur) {
+        if (!out->queued || want >= cur) {
             return "net.core.wmem_max is below the size wanted: left to "
                    "autotuning";
         }
@@ -417,7 +335,7 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
     /* A loss-based sender alone needs the queue it fills, and room to
      * recover from the losses that end each of its cycles: a lock only
      * where it gives more than autotuning would (a long fat path). */
-    if (may_leave && !steer
+    if (s->loss_based && !s->path_shared && sbt_law_autotuning_allowed(lim)
         && 2 * (uint64_t)out->size <= lim->tcp_wmem_max) {
         return "loss-based congestion control, within autotuning's "
                "reach: left to autotuning";
@@ -440,14 +358,14 @@ static void sbt_law_retune(sbt_law_t *l, const sbt_law_limits_t *lim,
 {
     uint64_t cur = s->locked_at ? (uint64_t)s->locked_at
                    : s->effective > 0 ? (uint64_t)s->effective / 2 : 0;
-    const char *yield;
+    const char *leave;
 
     if (!l->rate || !cur) {
         out->why = "rate or size not known yet";
         return;
     }
-    if ((yield = sbt_law_size(l, lim, s, cur, out)) != NULL) {
-        out->why = yield;
+    if ((leave = sbt_law_size(l, lim, s, cur, out)) != NULL) {
+        out->why = leave;
         out->size = 0;
         out->act = (s->locked_at && !lim->shared) ? SBT_LAW_RELEASE
                                                   : SBT_LAW_KEEP;

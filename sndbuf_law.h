@@ -96,13 +96,6 @@ typedef struct {
      *  for recovery (SBT_LAW_LOSS_LOOKS). */
     uint32_t retrans;
     int recovering;
-    /** A steering episode: the buffer and the queue when a queue first
-     *  took the buffer down (0: none under way). */
-    int episode_size;
-    uint32_t episode_queue_us;
-    /** The queue did not shrink as this flow backed off: it is others',
-     *  and the buffer is autotuning's for the rest of the response. */
-    int yielded;
 } sbt_law_t;
 
 typedef enum {
