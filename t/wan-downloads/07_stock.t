@@ -12,8 +12,12 @@
 #      flow that Apache does not serve, started first: the queue is the
 #      bulk flow's, and steering by it would make auto a scavenger (a
 #      flow alone is never steered by a queue), so
-#        - the download got at least 0.7 of what autotuning gets beside
-#          the same bulk flow past slow start (a scavenger gets 0.4).
+#        - the download got at least 0.55 of what autotuning gets beside
+#          the same bulk flow past slow start. A scavenger gets 0.08-0.4
+#          (the module of e8a09b7, steered down to 50-300 KB); auto,
+#          sized from its own rate, 0.63-0.75, short of the 0.95 issue 20
+#          wants (a bench target, MISSED: docs/benchmarks.md): this bound
+#          keeps the scavenger out, the bench keeps the figure.
 # Bounds, not figures: make bench measures; a loaded 2-core machine moves
 # the ratios by a few per cent, the failures they catch are 0.44 and 0.4.
 # Changes net.core.wmem_max and tcp_allowed_congestion_control for the
@@ -105,8 +109,8 @@ subtest 'this lab (bbr), beside a cubic bulk flow' => sub {
     diag(sprintf 'beside a cubic flow: auto %.2f Mbit/s, autotuning %.2f '
          . '(%.2f); auto tb %s', $auto / 1e6, $unset / 1e6,
          $unset ? $auto / $unset : 0, join ' ', tb_changes($d->{ss}));
-    cmp_ok($auto, '>=', 0.7 * $unset,
-           'auto got >= 0.7 x autotuning beside the same bulk flow');
+    cmp_ok($auto, '>=', 0.55 * $unset,
+           'auto got >= 0.55 x autotuning beside the same bulk flow');
     $srv->stop;
     $lab->down;
 };
