@@ -120,9 +120,8 @@ static void sbt_auto_sample(const sbt_auto_t *a, const sbt_tcp_info_t *ti,
 
         /* The connection's identity is its conn_rec: the event MPM sets
          * c->id anew whenever a worker takes the connection up. */
-        s->path_min_rtt_us = sbt_path_look(primary->client_addr,
-                                           (const void *)primary, own,
-                                           &s->path_shared);
+        s->path_min_rtt_us = sbt_path_look(primary->client_addr, primary,
+                                           own, &s->path_shared);
     }
 }
 

@@ -545,15 +545,9 @@ static void test_queue(void)
          "settle: floor at the target while settling");
 }
 
-/* A bulk flow's queue beside the flow, whatever the flow does: the
- * smoothed RTT at look @i on a path of 100 ms. */
-static uint32_t q_stays(int i)
-{
-    return (150 + (uint32_t)i) * MS;
-}
-
 /* A flow locked at *cur past its ramp, at @rate B/s on a path of
- * 100 ms under q_stays, looked at @looks times, a retransmission at each
+ * 100 ms under a bulk flow's standing queue (50 ms and more, whatever
+ * the flow does), looked at @looks times, a retransmission at each
  * look (the bulk flow overflows the queue), beside other connections of
  * this server when @shared.  *cur: the size the law left; returns
  * whether it ever gave the buffer back. */
@@ -568,7 +562,7 @@ static int beside_bulk(const sbt_law_limits_t *lim, uint64_t rate, int *cur,
     begin_locked(&l, lim, 100, rate, *cur);
     for (i = 1; i <= looks; i++) {
         s = look_at(100 * i, 100, rate, *cur, 0);
-        s.srtt_us = q_stays(i);
+        s.srtt_us = (150 + (uint32_t)i) * MS;
         s.total_retrans = (uint32_t)i;
         s.path_shared = shared;
         sbt_law_look(&l, lim, &s, &out);
