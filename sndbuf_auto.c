@@ -109,6 +109,7 @@ static void sbt_auto_sample(const sbt_auto_t *a, const sbt_tcp_info_t *ti,
         s->app_limited = ti->app_limited;
     }
     s->total_retrans = ti->total_retrans;
+    s->cwnd = ti->snd_cwnd;
     s->has_chrono = (ti->valid & SBT_TI_CHRONO) != 0;
     s->sndbuf_limited_us = ti->sndbuf_limited_us;
     s->loss_based = a->loss_based;
@@ -189,13 +190,13 @@ static void sbt_auto_trace_sample(conn_rec *c, const char *what,
                   "minrtt=%u acked=%" APR_UINT64_T_FMT " rate=%"
                   APR_UINT64_T_FMT " applimited=%d retrans=%u limited=%"
                   APR_UINT64_T_FMT " chrono=%d path=%u shared=%d loss=%d "
-                  "locked=%d tb=%d act=%d size=%d", what,
+                  "locked=%d tb=%d cwnd=%u act=%d size=%d", what,
                   (apr_int64_t)s->now_us, s->srtt_us, s->rttvar_us, s->mss,
                   s->min_rtt_us, (apr_uint64_t)s->bytes_acked,
                   (apr_uint64_t)s->delivery_rate, s->app_limited,
                   s->total_retrans, (apr_uint64_t)s->sndbuf_limited_us,
                   s->has_chrono, s->path_min_rtt_us, s->path_shared,
-                  s->loss_based, s->locked_at, s->effective,
+                  s->loss_based, s->locked_at, s->effective, s->cwnd,
                   out ? (int)out->act : -1, out ? out->size : 0);
 }
 

@@ -288,6 +288,7 @@ int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
         out->snd_mss = ti.tcpi_snd_mss;
         out->total_retrans = ti.tcpi_total_retrans;
         out->unacked = ti.tcpi_unacked;
+        out->snd_cwnd = ti.tcpi_snd_cwnd;
     }
     if (TI_HAS(len, tcpi_bytes_acked)) {
         out->valid |= SBT_TI_BYTES_ACKED;

@@ -37,6 +37,7 @@ typedef struct {
     apr_uint32_t snd_mss;
     apr_uint32_t total_retrans;
     apr_uint32_t unacked;      /**< segments in flight */
+    apr_uint32_t snd_cwnd;     /**< congestion window, segments */
     int app_limited;           /**< delivery_rate sample was app-limited */
     apr_uint64_t bytes_acked;
     apr_uint64_t delivery_rate;    /**< bytes per second */

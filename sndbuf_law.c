@@ -14,8 +14,8 @@
  * never slower than the kernel's autotuning, so it gives the buffer back
  * to autotuning wherever a lock would be worse: when the kernel cannot
  * grant the size (net.core.wmem_max), and when a flow alone needs its
- * queue (loss-based); and a flow alone never steers by a queue, which
- * may be another sender's.
+ * queue (loss-based).  A flow alone never steers by a queue, which may
+ * be another sender's, and is never locked below its congestion window.
  * docs/auto.md explains each rule; t/unit/law_cases.c tests each.
  */
 
@@ -96,6 +96,20 @@
  * adds to it. */
 #define SBT_LAW_LOSS_LOOKS      8
 #define SBT_LAW_LOSS_FACTOR     2
+
+/* A flow alone is never locked below what its congestion control may
+ * put in flight: SO_SNDBUF >= CWND_FLOOR x cwnd x MSS, which holds about
+ * 1.5 x cwnd segments of payload (Linux doubles it; MSS-sized skbs carry
+ * about a third of overhead).  Its congestion control, not its buffer,
+ * then decides its share beside traffic this server does not send.
+ * Sized from its own delivery rate alone, a download beside a bulk flow
+ * held less in flight than the other sender and kept the smaller share:
+ * 0.63 of autotuning's goodput beside a cubic flow, 0.68 beside a bbr
+ * one; with the floor 0.96 and 1.08.  Autotuning gives about 6 x cwnd x
+ * MSS (2 x cwnd skbs of 4 KiB), so a lone flow still holds a third of
+ * its memory where tcp_wmem[2] does not bind.  Not for a crowd of this
+ * server's flows, whose queue steers each below its window. */
+#define SBT_LAW_CWND_FLOOR      1
 
 /* Never fewer than this many segments (x2 by Linux): below a few MSS
  * every write waits for a delayed ACK. */
@@ -288,6 +302,13 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
     return next < cur / 2 ? cur / 2 : next;
 }
 
+/** What the congestion control may put in flight, as an SO_SNDBUF
+ *  argument: the floor of a flow alone. */
+static uint64_t sbt_law_window(const sbt_law_sample_t *s)
+{
+    return (uint64_t)s->cwnd * s->mss * SBT_LAW_CWND_FLOOR;
+}
+
 /** Resize only for a change worth a system call: 1/16 either way, or a
  *  segment; while a queue steers it, any move over 1/128. */
 static int sbt_law_worth_it(int cur, int next, uint32_t mss, int steering)
@@ -319,6 +340,9 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
      * of autotuning's goodput. */
     out->queued = sbt_law_queued(l, s, out) && s->path_shared;
     want = sbt_law_next(l, s, out->queued, out->limited, cur);
+    if (!s->path_shared && want < sbt_law_window(s)) {
+        want = sbt_law_window(s);
+    }
     if (sbt_law_kernel_binds(want, lim)) {
         /* Not where a crowd's queue takes the buffer down from where
          * autotuning has it: the lock at wmem_max is below both, and a

@@ -48,6 +48,8 @@ typedef struct {
      *  sample was app-limited. */
     uint64_t delivery_rate;
     int app_limited;
+    /** tcpi_snd_cwnd: the congestion window, segments. */
+    uint32_t cwnd;
     /** tcpi_total_retrans: segments retransmitted so far. */
     uint32_t total_retrans;
     /** tcpi_sndbuf_limited, microseconds; has_chrono: present. */

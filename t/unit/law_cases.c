@@ -591,6 +591,37 @@ static void test_alone(void)
        "flows does");
 }
 
+/* Issue 20: a flow alone is never locked below its congestion window;
+ * law (no queue): 7/8 x 1 MB/s x 101 ms = 88375, cwnd 200 x MSS = 289600. */
+static int window_look(sbt_law_limits_t *lim, int shared, uint32_t cwnd)
+{
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    begin_locked(&l, lim, 100, 1000000, 100000);
+    s = look_at(100, 100, 1000000, 100000, 0);
+    s.path_shared = shared;
+    s.cwnd = cwnd;
+    sbt_law_look(&l, lim, &s, &out);
+    return out.act == SBT_LAW_SET ? out.size : -1;
+}
+
+static void test_window(void)
+{
+    sbt_law_limits_t lim = lab();
+
+    is_i(window_look(&lim, 0, 200), 200 * MSS, "window: a flow alone is "
+         "locked no lower than cwnd x MSS (CWND_FLOOR 1)");
+    is_i(window_look(&lim, 0, 20), 88375, "window: above a small window, "
+         "rate x RTT");
+    is_i(window_look(&lim, 1, 200), 88375, "window: a crowd's flow is sized "
+         "by rate x RTT, not its window");
+    lim.limit_max = 262144;
+    is_i(window_look(&lim, 0, 200), 262144, "window: never past "
+         "SndbufTuneLimits' maximum");
+}
+
 static void test_rates(void)
 {
     sbt_law_limits_t lim = lab();
@@ -753,6 +784,7 @@ int main(void)
     test_loss_based();
     test_queue();
     test_alone();
+    test_window();
     test_rates();
     test_path();
     test_loopback_cap();

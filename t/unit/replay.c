@@ -52,6 +52,7 @@ static void parse_sample(const char *l, sbt_law_sample_t *s)
     s->loss_based = (int)field(l, "loss", 0);
     s->locked_at = (int)field(l, "locked", 0);
     s->effective = (int)field(l, "tb", -1);
+    s->cwnd = (uint32_t)field(l, "cwnd", 0);
 }
 
 static void parse_limits(const char *l, sbt_law_limits_t *lim,

@@ -19,10 +19,13 @@
 #   - tb rose above tcp_wmem[2] during the ramp, to at most 2 x 3 x
 #     FACTOR x BDP configured, 2 x 4 x FACTOR x BDP measured (the lift:
 #     3 or 4 x the target of the rate); then auto took over at the law
-#     (median tb within +-25% of 2 x FACTOR x BDP);
+#     (median tb within +-25% of 2 x FACTOR x BDP, or of 2 x cwnd x mss
+#     where that is larger: a flow alone is never locked below its
+#     window; no higher than tcp_wmem[2] for the window);
 #   - from there the sender left startup: it paces at less than twice
 #     what it delivers (startup paces at 2.89 x), and retransmits less
-#     than 1% of what it sends (no loss cycle).
+#     than 1% of what it sends in the second half of the time after the
+#     takeover (no loss cycle; startup's own overshoot may end after it).
 # No wall-clock assertions. Needs root and /dev/net/tun (skips otherwise;
 # fails instead of skipping when $CI is set).
 use strict;
@@ -33,7 +36,7 @@ use lib "$FindBin::Bin/../lib";
 use Test::More;
 use SndbufTune::Kernel qw(tcp_wmem wmem_max);
 use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes responding
-                          tuned_from median rel_diff AUTO_FACTOR);
+                          tuned_from median alone_tb AUTO_FACTOR);
 
 plan_lab_or_skip();
 plan tests => 5;
@@ -144,24 +147,31 @@ sub startup_ends {
     cmp_ok($max, '>', $wmem2, "tb rose above tcp_wmem[2] during the ramp");
     cmp_ok($max, '<=', 1.05 * $lift, "and no higher than $lift_what, "
            . int($lift));
-    my $want = 2 * AUTO_FACTOR * $BDP;
+    my $want = alone_tb(AUTO_FACTOR * $BDP, $wmem2);
     my $i = tuned_from($ss, $want, 0.25);
-    ok(defined $i, 'auto took over at the law (tb within 25% of '
-       . int($want) . ')') or return;
+    ok(defined $i, 'auto took over at the law (tb within 25% of 2 x '
+       . 'FACTOR x BDP, or of 2 x cwnd x mss if larger)') or return;
     my @after = @$ss[$i .. $#$ss];
-    my $tb = median(map { $_->[1]{tb} } @after);
-    ok(rel_diff($tb, $want) <= 0.25, "median tb $tb after t="
-       . "$ss->[$i][0]s within +-25% of 2 x FACTOR x BDP");
+    my $r = median(map { $ss->[$_][1]{tb} / $want->($ss, $_) } $i .. $#$ss);
+    ok(abs($r - 1) <= 0.25, sprintf 'median tb after t=%ss is %.2f x the '
+       . "law's (within +-25%%)", $ss->[$i][0], $r);
     my @gain = map { $_->[1]{pacing_rate} / $_->[1]{delivery_rate} }
                grep { $_->[1]{pacing_rate} && $_->[1]{delivery_rate} } @after;
     my $gain = median(@gain) // 99;
     cmp_ok($gain, '<', 2, sprintf 'left startup: median pacing rate / '
            . 'delivery rate %.2f < 2 (startup: 2.89)', $gain);
-    my ($s0, $s1) = map { $_->[1] } @after[0, -1];
-    my $sent = $s1->{data_segs_out} - $s0->{data_segs_out};
-    my $lost = $s1->{retrans} - $s0->{retrans};
+    # a loss cycle recurs every few RTTs: counted over the second half of
+    # the samples after the takeover. A flow alone is taken over at its
+    # window, near autotuning's ceiling, as soon as the lift ends, when
+    # startup's own overshoot (autotuning's too) may still be in recovery.
+    my ($s0, $sm, $s1) = map { $_->[1] } @after[0, int($#after / 2), -1];
+    my $sent = $s1->{data_segs_out} - $sm->{data_segs_out};
+    my $lost = $s1->{retrans} - $sm->{retrans};
+    diag('retransmitted in the first half after the takeover: '
+         . ($sm->{retrans} - $s0->{retrans}));
     cmp_ok($lost, '<', 0.01 * $sent, "no loss cycle: $lost of $sent "
-           . 'segments retransmitted after the takeover (< 1%)');
+           . 'segments retransmitted in the second half after the '
+           . 'takeover (< 1%)');
     return $srv->access_entry_for($d->{port});
 }
 

@@ -12,9 +12,12 @@
 # keeps a standing queue at the bottleneck (as long as its cwnd stays
 # above that window); when A's ss rtt shows it, download B (auto, 16 MB)
 # starts from the same client address, through that queue. SndbufTuneLimits
-# 4k 512k keeps both downloads off the ramp: a slow start lifted to 8 MiB
+# 4k 64k keeps both downloads off the ramp (a slow start lifted to 8 MiB
 # overflowed the queue, cut the bulk flow's cwnd below its window, and the
-# queue (and B's minimum) fell after auto's last look. The kernel's
+# queue, and B's minimum, fell after auto's last look) and A's part of the
+# queue small: a flow alone is never locked below its window, and A's BBR
+# window (2 x its BDP estimate) built most of the queue under 512k, then
+# its PROBE_RTT drained it as B started (B's own minrtt 1.05 x A's). The kernel's
 # view (ss) of A and B against what auto sized B for (SNDBUF_TUNE_RTT_US):
 #   - window 300000 (363 segments in flight: the receive window grows in
 #     steps), about half a BDP of queue: B's own minrtt is 1.2-2 x A's
@@ -91,7 +94,7 @@ sub late_comer {
         # cannot overflow the queue and cut the bulk flow's cwnd below
         # its window (the queue would drain, and B's minimum with it)
         server => { name => 'late', processes => 1,
-                    body => "SndbufTune auto\nSndbufTuneLimits 4k 512k\n" });
+                    body => "SndbufTune auto\nSndbufTuneLimits 4k 64k\n" });
     my $ja = $lab->curl_start(url => $srv->url('/a.bin'), max_time => 180);
     $r{acked} = poll_until(20, sub { my $v = view($lab, $ja);
                                      $v && ($v->{delivered} // 0) > 100 },

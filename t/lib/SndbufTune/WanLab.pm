@@ -35,7 +35,7 @@ use SndbufTune::Util qw(top_dir module_path capture sha256_file
 
 our @EXPORT_OK = qw(
     lab_env_problem plan_lab_or_skip goodput_limit_bps mss_for_mtu jain
-    median rel_diff tb_changes responding tuned_from AUTO_FACTOR
+    median rel_diff tb_changes responding tuned_from alone_tb AUTO_FACTOR
 );
 
 our $SERVER_ADDR = '198.18.0.1';
@@ -115,9 +115,35 @@ sub responding {
     return grep { ($_->[1]{bytes_sent} // 0) > 0 } @$series;
 }
 
+# The tb the law gives a flow alone on its path, at sample $i of a series
+# ([t, ss] pairs): 2 x the SO_SNDBUF of $law bytes (FACTOR x rate x RTT),
+# or of the congestion window (cwnd x mss), whichever is larger: a flow
+# alone is never locked below its window (docs/auto.md); no higher for the
+# window than autotuning's ceiling, tcp_wmem[2] $wmem2. ss's cwnd is the
+# kernel's at the sample, the module's size that of a look before, and
+# BBR's PROBE_RTT holds cwnd at 4 segments for 200 ms and a round every
+# 10 s: the window is the largest of the samples of the last 1.5 s.
+# A code ref ($series, $i) for tuned_from; callers judge medians.
+sub alone_tb {
+    my ($law, $wmem2) = @_;
+    return sub {
+        my ($series, $i) = @_;
+        my $window = 0;
+        for (my $j = $i; $j >= 0; $j--) {
+            my ($t, $s) = @{ $series->[$j] };
+            last if $t < $series->[$i][0] - 1.5;
+            my $w = ($s->{cwnd} // 0) * ($s->{mss} // 0);
+            $window = $w if $w > $window;
+        }
+        $window = $wmem2 / 2 if $window > $wmem2 / 2;
+        return 2 * ($window > $law ? $window : $law);
+    };
+}
+
 # Where auto took the buffer over from slow start in a series ([t, ss]
 # pairs): the first sample, after the series' largest tb (autotuning's
-# peak), within $band of $want; undef if none. From there on the queue
+# peak), within $band of $want (a number, or a code ref that gives it for
+# the series and an index: alone_tb); undef if none. From there on the queue
 # steering moves tb around the law, so callers judge the median.
 sub tuned_from {
     my ($series, $want, $band) = @_;
@@ -128,7 +154,8 @@ sub tuned_from {
     }
     for my $i ($peak .. $#$series) {
         my $tb = $series->[$i][1]{tb};
-        return $i if defined $tb && rel_diff($tb, $want) <= $band;
+        my $w = ref $want ? $want->($series, $i) : $want;
+        return $i if defined $tb && rel_diff($tb, $w) <= $band;
     }
     return undef;
 }
