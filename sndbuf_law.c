@@ -327,7 +327,7 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
                                 const sbt_law_sample_t *s, uint64_t cur,
                                 sbt_law_out_t *out)
 {
-    uint64_t want;
+    uint64_t law, want;
 
     /* Only a crowd's queue steers: beside other connections of this
      * server to the same client the queue is theirs and this flow's,
@@ -339,7 +339,7 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
      * end: steered by it, a download beside a cubic bulk flow got 0.32-0.48
      * of autotuning's goodput. */
     out->queued = sbt_law_queued(l, s, out) && s->path_shared;
-    want = sbt_law_next(l, s, out->queued, out->limited, cur);
+    want = law = sbt_law_next(l, s, out->queued, out->limited, cur);
     if (!s->path_shared && want < sbt_law_window(s)) {
         want = sbt_law_window(s);
     }
@@ -358,9 +358,11 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
     out->size = sbt_law_clamp(want, lim, s->mss, out);
     /* A loss-based sender alone needs the queue it fills, and room to
      * recover from the losses that end each of its cycles: a lock only
-     * where it gives more than autotuning would (a long fat path). */
+     * where the law's size is more than autotuning gives (a long fat
+     * path).  Its window alone never is: autotuning gives about three
+     * times the floor, up to tcp_wmem[2]. */
     if (s->loss_based && !s->path_shared && sbt_law_autotuning_allowed(lim)
-        && 2 * (uint64_t)out->size <= lim->tcp_wmem_max) {
+        && 2 * law <= lim->tcp_wmem_max) {
         return "loss-based congestion control, within autotuning's "
                "reach: left to autotuning";
     }

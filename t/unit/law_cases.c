@@ -450,6 +450,19 @@ static void test_loss_based(void)
          "than tcp_wmem[2]");
     is_i(out.size, 4194304, "cubic: (its maximum)");
 
+    /* A window past tcp_wmem[2] / 2 (loopback: MSS 65483) is no reason
+     * to lock: autotuning gives three times the floor. */
+    s = look_at(0, 1, 1000000, 0, 1 << 22);
+    sbt_law_begin(&l, &lim, &s, 1000000);
+    l.ramping = 0;
+    s = look_at(1, 1, 1000000, 0, 1 << 22);
+    s.loss_based = 1;
+    s.mss = 65483;
+    s.cwnd = 100;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_KEEP, "cubic: a window past autotuning's "
+         "ceiling alone does not lock it");
+
     /* In a crowd of this server's flows to one client the queue is the
      * crowd's: steered, as a bbr flow is. */
     begin_locked(&l, &lim, 100, 1000000, 200000);

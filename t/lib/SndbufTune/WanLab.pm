@@ -41,8 +41,8 @@ our @EXPORT_OK = qw(
 our $SERVER_ADDR = '198.18.0.1';
 
 # The law `SndbufTune auto` is held to once slow start is over: SO_SNDBUF =
-# FACTOR x rate x min RTT (docs/auto.md, SBT_AUTO_FACTOR_* in
-# sndbuf_auto.c). The tests own this number on purpose: they do not read it
+# FACTOR x rate x min RTT (docs/auto.md, SBT_LAW_FACTOR_* in sndbuf_law.c;
+# for a flow alone, no lower than its window: alone_tb). The tests own this number on purpose: they do not read it
 # from the code or the docs, so a change of the law has to be made here
 # too, deliberately.
 # Kept although make unit (t/unit/law_cases.c) tests the law's exact
