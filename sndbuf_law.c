@@ -15,7 +15,8 @@
  * to autotuning wherever a lock would be worse: when the kernel cannot
  * grant the size (net.core.wmem_max), and when a flow alone needs its
  * queue (loss-based).  A flow alone never steers by a queue, which may
- * be another sender's, and is never locked below its congestion window.
+ * be another sender's, and is not locked below its congestion window
+ * (within SndbufTuneLimits and autotuning's ceiling).
  * docs/auto.md explains each rule; t/unit/law_cases.c tests each.
  */
 
@@ -105,11 +106,16 @@
  * Sized from its own delivery rate alone, a download beside a bulk flow
  * held less in flight than the other sender and kept the smaller share:
  * 0.63 of autotuning's goodput beside a cubic flow, 0.68 beside a bbr
- * one; with the floor 0.96 and 1.08.  Autotuning gives about 6 x cwnd x
- * MSS (2 x cwnd skbs of 4 KiB), so a lone flow still holds a third of
- * its memory where tcp_wmem[2] does not bind.  Not for a crowd of this
- * server's flows, whose queue steers each below its window. */
+ * one; with the floor 1.05 and 1.08 (one run each).  Autotuning gives
+ * 2 (cubic) or 3 (bbr) x cwnd skbs of about 3 x MSS each, up to
+ * tcp_wmem[2], so the floor is a third to a quarter of its memory, and
+ * never more than tcp_wmem[2] unless the law itself wants more.  The
+ * floor holds the window's peak for WINDOW_HOLD_US + 2 RTTs: BBR's
+ * PROBE_RTT drops cwnd to 4 segments for 200 ms and a round every 10 s,
+ * over several looks on a short path.  Not for a crowd of this server's
+ * flows, whose queue steers each below its window. */
 #define SBT_LAW_CWND_FLOOR      1
+#define SBT_LAW_WINDOW_HOLD_US  1000000
 
 /* Never fewer than this many segments (x2 by Linux): below a few MSS
  * every write waits for a delayed ACK. */
@@ -303,10 +309,22 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
 }
 
 /** What the congestion control may put in flight, as an SO_SNDBUF
- *  argument: the floor of a flow alone. */
-static uint64_t sbt_law_window(const sbt_law_sample_t *s)
+ *  argument, peak-held (updates it): the floor of a flow alone, no
+ *  higher than autotuning's ceiling unless @a law is. */
+static uint64_t sbt_law_window(sbt_law_t *l, const sbt_law_limits_t *lim,
+                               const sbt_law_sample_t *s, uint64_t law)
 {
-    return (uint64_t)s->cwnd * s->mss * SBT_LAW_CWND_FLOOR;
+    uint64_t now = (uint64_t)s->cwnd * s->mss * SBT_LAW_CWND_FLOOR;
+    int64_t hold = SBT_LAW_WINDOW_HOLD_US + 2 * (int64_t)l->min_rtt_us;
+
+    if (now >= l->window || s->now_us - l->window_us > hold) {
+        l->window = now;
+        l->window_us = s->now_us;
+    }
+    if (lim->tcp_wmem_max && l->window > lim->tcp_wmem_max / 2) {
+        return law > lim->tcp_wmem_max / 2 ? law : lim->tcp_wmem_max / 2;
+    }
+    return l->window;
 }
 
 /** Resize only for a change worth a system call: 1/16 either way, or a
@@ -340,8 +358,10 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
      * of autotuning's goodput. */
     out->queued = sbt_law_queued(l, s, out) && s->path_shared;
     want = law = sbt_law_next(l, s, out->queued, out->limited, cur);
-    if (!s->path_shared && want < sbt_law_window(s)) {
-        want = sbt_law_window(s);
+    if (!s->path_shared) {
+        uint64_t window = sbt_law_window(l, lim, s, law);
+
+        want = window > want ? window : want;
     }
     if (sbt_law_kernel_binds(want, lim)) {
         /* Not where a crowd's queue takes the buffer down from where
@@ -359,8 +379,8 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
     /* A loss-based sender alone needs the queue it fills, and room to
      * recover from the losses that end each of its cycles: a lock only
      * where the law's size is more than autotuning gives (a long fat
-     * path).  Its window alone never is: autotuning gives about three
-     * times the floor, up to tcp_wmem[2]. */
+     * path).  Its window alone never is: autotuning gives at least twice
+     * the floor, up to tcp_wmem[2]. */
     if (s->loss_based && !s->path_shared && sbt_law_autotuning_allowed(lim)
         && 2 * law <= lim->tcp_wmem_max) {
         return "loss-based congestion control, within autotuning's "

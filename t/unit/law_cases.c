@@ -635,6 +635,58 @@ static void test_window(void)
          "SndbufTuneLimits' maximum");
 }
 
+/* The window's peak is held through BBR's PROBE_RTT (cwnd 4 segments for
+ * 200 ms and a round), for WINDOW_HOLD_US + 2 RTTs. */
+static void test_window_hold(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+    int cur = 200 * MSS;
+
+    begin_locked(&l, &lim, 100, 1000000, 100000);
+    s = look_at(100, 100, 1000000, 100000, 0);
+    s.cwnd = 200;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.size, cur, "window hold: locked at the window");
+    s = look_at(1300, 100, 1000000, cur, 0);   /* 1.2 s on: the hold's end */
+    s.cwnd = 4;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.act != SBT_LAW_SET, "window hold: PROBE_RTT's cwnd of 4 keeps "
+       "it, up to WINDOW_HOLD_US + 2 RTTs");
+    s = look_at(1300, 100, 1000000, cur, 0);
+    s.now_us += 1;                              /* past it */
+    s.cwnd = 150;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.act == SBT_LAW_SET && out.size == 150 * MSS, "window hold: "
+       "then a smaller window is followed");
+}
+
+/* A window past tcp_wmem[2] / 2 locks no more than autotuning gives,
+ * unless the law itself wants more (a long fat path). */
+static void test_window_cap(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    lim.limit_max = lim.wmem_max = 16 << 20;
+    begin_locked(&l, &lim, 100, 1000000, 100000);
+    s = look_at(100, 100, 1000000, 100000, 0);
+    s.cwnd = 5000;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.size, 2097152, "window cap: at tcp_wmem[2] / 2");
+    begin_locked(&l, &lim, 250, 8 * R30M, 4 << 20);
+    s = look_at(250, 250, 8 * R30M, 4 << 20, 0);
+    s.cwnd = 10000;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.act == SBT_LAW_SET && out.size > 2097152
+       && out.size < 10000 * MSS, "window cap: past it only as far as "
+       "the law (240 Mbit/s, 250 ms), not the window");
+}
+
 static void test_rates(void)
 {
     sbt_law_limits_t lim = lab();
@@ -798,6 +850,8 @@ int main(void)
     test_queue();
     test_alone();
     test_window();
+    test_window_hold();
+    test_window_cap();
     test_rates();
     test_path();
     test_loopback_cap();

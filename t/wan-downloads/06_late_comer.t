@@ -17,8 +17,9 @@
 # queue, and B's minimum, fell after auto's last look) and A's part of the
 # queue small: a flow alone is never locked below its window, and A's BBR
 # window (2 x its BDP estimate) built most of the queue under 512k, then
-# its PROBE_RTT drained it as B started (B's own minrtt 1.05 x A's). The kernel's
-# view (ss) of A and B against what auto sized B for (SNDBUF_TUNE_RTT_US):
+# its PROBE_RTT drained it as B started (B's own minrtt 1.05 x A's). The
+# kernel's view (ss) of A and B against what auto sized B for
+# (SNDBUF_TUNE_RTT_US):
 #   - window 300000 (363 segments in flight: the receive window grows in
 #     steps), about half a BDP of queue: B's own minrtt is 1.2-2 x A's
 #     (the premise, checked); B's RTT_US is A's minrtt (within 10%), not

@@ -17,7 +17,7 @@
 #          the same bulk flow past slow start. A scavenger gets 0.08-0.4
 #          (the module of e8a09b7, steered down to 50-300 KB); auto sized
 #          from its own rate alone 0.63-0.75; with the window's floor
-#          0.80 here, 0.96 in the bench. bbr against cubic through one
+#          0.80 here, 0.96-1.05 in the bench. bbr against cubic through one
 #          drop-tail queue swings this much from run to run: this bound
 #          keeps the scavenger out, the bench keeps the figure.
 # Bounds, not figures: make bench measures; a loaded 2-core machine moves

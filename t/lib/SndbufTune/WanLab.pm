@@ -42,9 +42,9 @@ our $SERVER_ADDR = '198.18.0.1';
 
 # The law `SndbufTune auto` is held to once slow start is over: SO_SNDBUF =
 # FACTOR x rate x min RTT (docs/auto.md, SBT_LAW_FACTOR_* in sndbuf_law.c;
-# for a flow alone, no lower than its window: alone_tb). The tests own this number on purpose: they do not read it
-# from the code or the docs, so a change of the law has to be made here
-# too, deliberately.
+# for a flow alone, no lower than its window: alone_tb). The tests own
+# this number on purpose: they do not read it from the code or the docs,
+# so a change of the law has to be made here too, deliberately.
 # Kept although make unit (t/unit/law_cases.c) tests the law's exact
 # decisions: those feed it constructed samples, while the WAN tests check
 # that the real kernel's figures (delivery rate, min RTT, tb = 2 x
@@ -141,8 +141,8 @@ sub alone_tb {
 }
 
 # Where auto took the buffer over from slow start in a series ([t, ss]
-# pairs): the first sample, after the series' largest tb (autotuning's
-# peak), within $band of $want (a number, or a code ref that gives it for
+# pairs): the first sample after the one with the series' largest tb
+# (autotuning's peak, or the lift's), within $band of $want (a number, or a code ref that gives it for
 # the series and an index: alone_tb); undef if none. From there on the queue
 # steering moves tb around the law, so callers judge the median.
 sub tuned_from {
@@ -152,7 +152,7 @@ sub tuned_from {
         $peak = $i if ($series->[$i][1]{tb} // 0)
                       > ($series->[$peak][1]{tb} // 0);
     }
-    for my $i ($peak .. $#$series) {
+    for my $i ($peak + 1 .. $#$series) {
         my $tb = $series->[$i][1]{tb};
         my $w = ref $want ? $want->($series, $i) : $want;
         return $i if defined $tb && rel_diff($tb, $w) <= $band;
