@@ -361,7 +361,8 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
     if (!s->path_shared) {
         uint64_t window = sbt_law_window(l, lim, s, law);
 
-        want = window > want ? window : want;
+        out->windowed = window > want;
+        want = out->windowed ? window : want;
     }
     if (sbt_law_kernel_binds(want, lim)) {
         /* Not where a crowd's queue takes the buffer down from where
@@ -423,7 +424,9 @@ static void sbt_law_retune(sbt_law_t *l, const sbt_law_limits_t *lim,
         return;
     }
     out->act = SBT_LAW_SET;
-    out->why = out->queued ? "steered by the queue" : "rate x RTT";
+    out->why = out->queued ? "steered by the queue"
+               : out->windowed ? "the congestion window (a flow alone)"
+               : "rate x RTT";
 }
 
 /**

@@ -121,6 +121,8 @@ typedef struct {
     /** The queue the flow saw, microseconds, and whether it steered. */
     uint32_t queue_us;
     int queued;
+    /** A flow alone, sized by its congestion window, not rate x RTT. */
+    int windowed;
     int limited;
     /** The rate sized for switched between configured and measured. */
     int rate_switched;

@@ -606,6 +606,8 @@ static void test_alone(void)
 
 /* Issue 20: a flow alone is never locked below its congestion window;
  * law (no queue): 7/8 x 1 MB/s x 101 ms = 88375, cwnd 200 x MSS = 289600. */
+static const char *window_why;
+
 static int window_look(sbt_law_limits_t *lim, int shared, uint32_t cwnd)
 {
     sbt_law_t l;
@@ -617,6 +619,7 @@ static int window_look(sbt_law_limits_t *lim, int shared, uint32_t cwnd)
     s.path_shared = shared;
     s.cwnd = cwnd;
     sbt_law_look(&l, lim, &s, &out);
+    window_why = out.why;
     return out.act == SBT_LAW_SET ? out.size : -1;
 }
 
@@ -626,8 +629,11 @@ static void test_window(void)
 
     is_i(window_look(&lim, 0, 200), 200 * MSS, "window: a flow alone is "
          "locked no lower than cwnd x MSS (CWND_FLOOR 1)");
+    ok(!strcmp(window_why, "the congestion window (a flow alone)"),
+       "window: the debug log says so");
     is_i(window_look(&lim, 0, 20), 88375, "window: above a small window, "
          "rate x RTT");
+    ok(!strcmp(window_why, "rate x RTT"), "window: (and says that)");
     is_i(window_look(&lim, 1, 200), 88375, "window: a crowd's flow is sized "
          "by rate x RTT, not its window");
     lim.limit_max = 262144;
