@@ -36,7 +36,8 @@ use lib "$FindBin::Bin/../lib";
 use Test::More;
 use SndbufTune::Kernel qw(tcp_wmem wmem_max);
 use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes responding
-                          tuned_from median alone_tb AUTO_FACTOR);
+                          tuned_from median alone_tb tb_ratios
+                          AUTO_FACTOR);
 
 plan_lab_or_skip();
 plan tests => 5;
@@ -152,8 +153,7 @@ sub startup_ends {
     ok(defined $i, 'auto took over at the law (tb within 25% of 2 x '
        . 'FACTOR x BDP, or of 2 x cwnd x mss if larger)') or return;
     my @after = @$ss[$i .. $#$ss];
-    my $r = median(map { $ss->[$_][1]{tb} / $want->($ss, $_) }
-                   grep { defined $ss->[$_][1]{tb} } $i .. $#$ss);
+    my $r = median(tb_ratios($ss, $want, $i));
     ok(abs($r - 1) <= 0.25, sprintf 'median tb after t=%ss is %.2f x the '
        . "law's (within +-25%%)", $ss->[$i][0], $r);
     my @gain = map { $_->[1]{pacing_rate} / $_->[1]{delivery_rate} }

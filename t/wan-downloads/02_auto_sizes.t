@@ -38,7 +38,7 @@ use lib "$FindBin::Bin/../lib";
 use Test::More;
 use SndbufTune::Kernel qw(tcp_wmem);
 use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes tuned_from median
-                          rel_diff alone_tb AUTO_FACTOR);
+                          rel_diff alone_tb tb_ratios AUTO_FACTOR);
 
 plan_lab_or_skip();
 plan tests => 3;
@@ -83,8 +83,7 @@ sub tuned_ok {
        . 'start by t=%.1fs (sample %d of %d)', defined $i ? $ss->[$i][0] : -1,
        $i // -1, scalar @$ss);
     $i //= $#$ss;
-    my @r = map { $ss->[$_][1]{tb} / $want->($ss, $_) }
-            grep { defined $ss->[$_][1]{tb} } $i .. $#$ss;
+    my @r = tb_ratios($ss, $want, $i);
     my $r = median(@r);
     ok(abs($r - 1) <= BAND, sprintf 'median tb of the tuned samples is '
        . "%.2f x the law's (%s, or the window) (within +-25%%)", $r, $what);

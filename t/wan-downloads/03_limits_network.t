@@ -29,7 +29,8 @@ use lib "$FindBin::Bin/../lib";
 use Test::More;
 use SndbufTune::Kernel qw(expected_fixed_tb tcp_wmem);
 use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes responding
-                          tuned_from median alone_tb AUTO_FACTOR);
+                          tuned_from median alone_tb tb_ratios
+                          AUTO_FACTOR);
 
 plan_lab_or_skip();
 
@@ -111,8 +112,7 @@ for my $c (@cases) {
             # (or the flow's window, where larger): judge the median
             my $law = alone_tb($want->[0] / 2, (tcp_wmem())[2]);
             my $i = tuned_from(\@ss, $law, 0.25) // $#ss;
-            my $r = median(map { $ss[$_][1]{tb} / $law->(\@ss, $_) }
-                           grep { defined $ss[$_][1]{tb} } $i .. $#ss);
+            my $r = median(tb_ratios(\@ss, $law, $i));
             ok(abs($r - 1) <= 0.25, sprintf 'median tb once tuned %.2f x '
                . '2 x FACTOR x BDP = %d, or 2 x cwnd x mss where larger '
                . '(within +-25%%)', $r, $want->[0]);

@@ -35,7 +35,8 @@ use SndbufTune::Util qw(top_dir module_path capture sha256_file
 
 our @EXPORT_OK = qw(
     lab_env_problem plan_lab_or_skip goodput_limit_bps mss_for_mtu jain
-    median rel_diff tb_changes responding tuned_from alone_tb AUTO_FACTOR
+    median rel_diff tb_changes responding tuned_from alone_tb tb_ratios
+    AUTO_FACTOR
 );
 
 our $SERVER_ADDR = '198.18.0.1';
@@ -138,6 +139,14 @@ sub alone_tb {
         $window = $wmem2 / 2 if $window > $wmem2 / 2;
         return 2 * ($window > $law ? $window : $law);
     };
+}
+
+# tb / the law's tb ($want: a code ref, alone_tb) for each sample of a
+# series from index $from on that has a tb.
+sub tb_ratios {
+    my ($series, $want, $from) = @_;
+    return map { $series->[$_][1]{tb} / $want->($series, $_) }
+           grep { defined $series->[$_][1]{tb} } $from .. $#$series;
 }
 
 # Where auto took the buffer over from slow start in a series ([t, ss]
