@@ -37,7 +37,7 @@ use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes responding);
 plan_lab_or_skip();
 plan tests => 3;
 
-my $SIZE = 64 << 20;
+my $SIZE = 32 << 20;
 
 # One download of $path; returns (goodput in bit/s, download hash). The
 # goodput is the server socket's (ss bytes_acked) from 40% of the

@@ -68,22 +68,21 @@ sub free_port {
 }
 
 # Call $probe until it returns a true value or $timeout seconds pass.
-# Returns (value, tries); value is undef on timeout. Never sleeps longer
-# than $interval (default 0.01 s) between probes.
+# Returns that value, or undef on timeout, in any context. (It returned
+# (value, tries), and in scalar context a timeout gave the tries: 06's
+# premise "the queue stood" held whether or not it did.) Never sleeps
+# longer than $interval (default 0.01 s) between probes.
 sub poll_until {
     my ($timeout, $probe, $interval) = @_;
     $interval //= 0.01;
     $timeout *= $ENV{SBT_TIMEOUT_SCALE} if $ENV{SBT_TIMEOUT_SCALE};
     my $deadline = Time::HiRes::time() + $timeout;
-    my $tries = 0;
     while (1) {
-        $tries++;
         my $r = $probe->();
-        return ($r, $tries) if $r;
-        last if Time::HiRes::time() > $deadline;
+        return $r if $r;
+        return undef if Time::HiRes::time() > $deadline;
         Time::HiRes::sleep($interval);
     }
-    return (undef, $tries);
 }
 
 # Run a command (no shell); returns (exit code, stdout and stderr together).
