@@ -68,10 +68,9 @@ sub free_port {
 }
 
 # Call $probe until it returns a true value or $timeout seconds pass.
-# Returns that value, or undef on timeout, in any context. (It returned
-# (value, tries), and in scalar context a timeout gave the tries: 06's
-# premise "the queue stood" held whether or not it did.) Never sleeps
-# longer than $interval (default 0.01 s) between probes.
+# Returns that value, or undef on timeout, in list and scalar context
+# alike (a timeout is false even where a caller tests it as a boolean).
+# Never sleeps longer than $interval (default 0.01 s) between probes.
 sub poll_until {
     my ($timeout, $probe, $interval) = @_;
     $interval //= 0.01;
