@@ -12,8 +12,10 @@ package SndbufBench::Stock;
 #               them)
 # Each download runs SECS seconds (curl --max-time) and is measured from
 # the server socket (ss): goodput over [WARM, SECS] from bytes_acked, the
-# median srtt, the share of segments retransmitted, the peak tb. The
-# configurations take turns in each cell, in a rotating order.
+# median srtt, the share of segments retransmitted, the peak tb, and how
+# long the sender waited for its send buffer (sndbuf_limited: 0 says the
+# buffer did not bind). The configurations take turns in each cell, in a
+# rotating order.
 #
 # The stock profile changes global sysctls (WanLab::profile puts them
 # back), so this part runs alone.
@@ -122,6 +124,8 @@ sub _measure {
         retrans => $segs > 0 ? (($s1->{retrans} // 0)
                                 - ($s0->{retrans} // 0)) / $segs : undef,
         tb      => $tb,
+        limited_ms => ($s1->{sndbuf_limited_ms} // 0)
+                      - ($s0->{sndbuf_limited_ms} // 0),
     };
 }
 
@@ -191,13 +195,18 @@ sub run {
         . "turns; goodput over ${warm}-${secs} s from the server socket; "
         . "`x` = goodput / autotuning's (`unset`) in the same cell; srtt "
         . "median over the window; rtx = segments retransmitted / sent; "
-        . "`tb` = the socket's peak send buffer.\n";
+        . "`tb` = the socket's peak send buffer; buffer-limited = the "
+        . "time in the window the sender waited for its send buffer "
+        . "(`ss` sndbuf_limited): where it is 0 the buffer did not bind, "
+        . "and a gap in goodput is the link's or the congestion control's.\n";
     for my $profile (@PROFILES) {
         push @section, "\n### Profile `$profile->{name}` (cc $profile->{cc}"
             . ($profile->{wmem_max} ? ", wmem_max $profile->{wmem_max}" : '')
             . ")\n\n| path | condition | unset Mbit/s | auto x | autobw x "
             . "| srtt ms unset/auto/autobw | rtx % unset/auto/autobw "
-            . "| peak tb KiB unset/auto/autobw |\n|---|---|---|---|---|---|---|---|\n";
+            . "| peak tb KiB unset/auto/autobw "
+            . "| buffer-limited ms unset/auto/autobw |\n"
+            . "|---|---|---|---|---|---|---|---|---|\n";
         for my $p (@PATHS, _trace_paths()) {
             for my $cond ($p->{trace} ? $CONDITIONS[0] : @CONDITIONS) {
                 next unless _keep($ctx, $profile->{name}, $p->{name},
@@ -217,13 +226,13 @@ sub run {
                     join ' / ', map { defined $r->{$_}{$k}
                         ? sprintf($fmt, $r->{$_}{$k} * ($m // 1)) : 'n/a' }
                         qw(unset auto autobw) };
-                push @section, sprintf "| %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                push @section, sprintf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                     $p->{name}, $cond->{name},
                     defined $u ? sprintf('%.2f', $u / 1e6) : 'n/a',
                     map({ defined $x{$_} ? sprintf('%.2f', $x{$_}) : 'n/a' }
                         qw(auto autobw)),
                     $f->('%.0f', 'srtt_ms'), $f->('%.2f', 'retrans', 100),
-                    $f->('%.0f', 'tb', 1 / 1024);
+                    $f->('%.0f', 'tb', 1 / 1024), $f->('%.0f', 'limited_ms');
                 my $want = $p->{name} eq 'longfat' && $cond->{name} eq 'alone'
                            && $profile->{name} ne 'stock' ? 1.3
                          : $cond->{bulk} ? 0.95 : 0.97;
