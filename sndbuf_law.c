@@ -99,23 +99,30 @@
 #define SBT_LAW_LOSS_FACTOR     2
 
 /* A flow alone is never locked below what its congestion control may
- * put in flight: SO_SNDBUF >= CWND_FLOOR x cwnd x MSS, which holds about
- * 1.5 x cwnd segments of payload (Linux doubles it; MSS-sized skbs carry
- * about a third of overhead).  Its congestion control, not its buffer,
- * then decides its share beside traffic this server does not send.
- * Sized from its own delivery rate alone, a download beside a bulk flow
- * held less in flight than the other sender and kept the smaller share:
- * 0.63 of autotuning's goodput beside a cubic flow, 0.68 beside a bbr
- * one (one run each); with the floor, medians of 1.05 (three runs) and
- * 0.87 (seven: two bbr flows share a queue erratically).  Autotuning gives
- * 2 (cubic) or 3 (bbr) x cwnd skbs of about 3 x MSS each, up to
- * tcp_wmem[2], so the floor is a third to a quarter of its memory, and
- * never more than tcp_wmem[2] unless the law itself wants more.  The
- * floor holds the window's peak for WINDOW_HOLD_US + 2 RTTs: BBR's
- * PROBE_RTT drops cwnd to 4 segments for 200 ms and a round every 10 s,
- * over several looks on a short path.  Not for a crowd of this server's
- * flows, whose queue steers each below its window. */
-#define SBT_LAW_CWND_FLOOR      1
+ * put in flight, and one more window behind it: SO_SNDBUF >= CWND_FLOOR x
+ * cwnd x MSS, which holds about 3 x cwnd segments of payload (Linux
+ * doubles it; MSS-sized skbs carry about a third of overhead).  Its
+ * congestion control, not its buffer, then decides its share beside
+ * traffic this server does not send.  Sized from its own delivery rate
+ * alone, a download beside a bulk flow held less in flight than the
+ * other sender and kept the smaller share: 0.63 of autotuning's goodput
+ * beside a cubic flow, 0.68 beside a bbr one (one run each); with the
+ * floor, medians of 1.05 (three runs) and 0.955 (fourteen: two bbr flows
+ * share a queue erratically).  The second window is for the writer: it
+ * is woken only once a third of the buffer is free, and at one window
+ * (1.5 x cwnd of payload) that third came only when nothing was left to
+ * send, so each wake-up left the flow idle, most where ACKs arrive in
+ * bursts (a cellular trace, bbr: a median of 0.96 of autotuning's goodput
+ * in seven runs, app-limited samples in most; with two windows 1.00 in
+ * six, none lower than 0.99).  Autotuning gives 2 (cubic) or 3 (bbr) x
+ * cwnd skbs of about 3 x MSS each, up to tcp_wmem[2], so the floor is
+ * two thirds to a half of its memory, and never more than tcp_wmem[2]
+ * unless the law itself wants more.  The floor holds the window's peak
+ * for WINDOW_HOLD_US + 2 RTTs: BBR's PROBE_RTT drops cwnd to 4 segments
+ * for 200 ms and a round every 10 s, over several looks on a short path.
+ * Not for a crowd of this server's flows, whose queue steers each below
+ * its window. */
+#define SBT_LAW_CWND_FLOOR      2
 #define SBT_LAW_WINDOW_HOLD_US  1000000
 
 /* Never fewer than this many segments (x2 by Linux): below a few MSS
@@ -382,7 +389,7 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
     /* A loss-based sender alone needs the queue it fills, and room to
      * recover from the losses that end each of its cycles: a lock only
      * where the law's size is more than autotuning gives (a long fat
-     * path).  Its window alone never is: autotuning gives at least twice
+     * path).  Its window alone never is: autotuning gives at least 1.5 x
      * the floor, up to tcp_wmem[2]. */
     if (s->loss_based && !s->path_shared && sbt_law_autotuning_allowed(lim)
         && 2 * law <= lim->tcp_wmem_max) {

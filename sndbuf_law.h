@@ -98,8 +98,8 @@ typedef struct {
      *  for recovery (SBT_LAW_LOSS_LOOKS). */
     uint32_t retrans;
     int recovering;
-    /** The largest cwnd x MSS of the looks since window_us (the floor of
-     *  a flow alone, held through BBR's PROBE_RTT). */
+    /** The largest CWND_FLOOR x cwnd x MSS of the looks since window_us
+     *  (the floor of a flow alone, held through BBR's PROBE_RTT). */
     uint64_t window;
     int64_t window_us;
 } sbt_law_t;

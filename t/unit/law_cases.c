@@ -627,11 +627,11 @@ static void test_window(void)
 {
     sbt_law_limits_t lim = lab();
 
-    is_i(window_look(&lim, 0, 200), 200 * MSS, "window: a flow alone is "
-         "locked no lower than cwnd x MSS (CWND_FLOOR 1)");
+    is_i(window_look(&lim, 0, 200), 2 * 200 * MSS, "window: a flow alone "
+         "is locked no lower than 2 x cwnd x MSS (CWND_FLOOR 2)");
     ok(!strcmp(window_why, "the congestion window (a flow alone)"),
        "window: the debug log says so");
-    is_i(window_look(&lim, 0, 20), 88375, "window: above a small window, "
+    is_i(window_look(&lim, 0, 10), 88375, "window: above a small window, "
          "rate x RTT");
     ok(!strcmp(window_why, "rate x RTT"), "window: (and says that)");
     is_i(window_look(&lim, 1, 200), 88375, "window: a crowd's flow is sized "
@@ -649,7 +649,7 @@ static void test_window_hold(void)
     sbt_law_t l;
     sbt_law_out_t out;
     sbt_law_sample_t s;
-    int cur = 200 * MSS;
+    int cur = 2 * 200 * MSS;
 
     begin_locked(&l, &lim, 100, 1000000, 100000);
     s = look_at(100, 100, 1000000, 100000, 0);
@@ -665,7 +665,7 @@ static void test_window_hold(void)
     s.now_us += 1;                              /* past it */
     s.cwnd = 150;
     sbt_law_look(&l, &lim, &s, &out);
-    ok(out.act == SBT_LAW_SET && out.size == 150 * MSS, "window hold: "
+    ok(out.act == SBT_LAW_SET && out.size == 2 * 150 * MSS, "window hold: "
        "then a smaller window is followed");
 }
 

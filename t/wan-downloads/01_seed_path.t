@@ -19,7 +19,7 @@
 #   - tb rose above tcp_wmem[2] during the ramp, to at most 2 x 3 x
 #     FACTOR x BDP configured, 2 x 4 x FACTOR x BDP measured (the lift:
 #     3 or 4 x the target of the rate); then auto took over at the law
-#     (median tb within +-25% of 2 x FACTOR x BDP, or of 2 x cwnd x mss
+#     (median tb within +-25% of 2 x FACTOR x BDP, or of 4 x cwnd x mss
 #     where that is larger: a flow alone is never locked below its
 #     window; no higher than tcp_wmem[2] for the window);
 #   - from there the sender left startup: it paces at less than twice
@@ -151,7 +151,7 @@ sub startup_ends {
     my $want = alone_tb(AUTO_FACTOR * $BDP, $wmem2);
     my $i = tuned_from($ss, $want, 0.25);
     ok(defined $i, 'auto took over at the law (tb within 25% of 2 x '
-       . 'FACTOR x BDP, or of 2 x cwnd x mss if larger)') or return;
+       . 'FACTOR x BDP, or of 4 x cwnd x mss if larger)') or return;
     my @after = @$ss[$i .. $#$ss];
     my $r = median(tb_ratios($ss, $want, $i));
     ok(abs($r - 1) <= 0.25, sprintf 'median tb after t=%ss is %.2f x the '

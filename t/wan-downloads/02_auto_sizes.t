@@ -11,7 +11,7 @@
 #   configured (SndbufTuneBandwidth 20mbit): auto takes the kernel's
 #     buffer (ss tb) over from slow start in the first half of the
 #     download; from there the median tb is within +-25% of
-#     2 x FACTOR x BDP, or of 2 x cwnd x mss where that is larger (a flow
+#     2 x FACTOR x BDP, or of 4 x cwnd x mss where that is larger (a flow
 #     alone is never locked below its window, held through BBR's
 #     PROBE_RTT), and every sample within [0.45, 2] x that (a late look
 #     may halve it, the law's gentlest shrink);
@@ -143,7 +143,7 @@ subtest 'configured: SndbufTuneBandwidth 20mbit' => sub {
     # RTT it sees (its smoothed RTT, variation and 1 ms of refill; ss's
     # last sample) and never below its window, so from 0.75 x the law at
     # RTT_US (the minimum) to 1.25 x the larger of the law at the RTT
-    # seen and the window (alone_tb: cwnd x mss, peak of the last 1.5 s)
+    # seen and the window (alone_tb: 2 x cwnd x mss, peak of the last 1.5 s)
     my $law = AUTO_FACTOR * $e->{bw_bps} / 8 * $e->{rtt_us} / 1e6;
     my $last = $d->{ss}[-1][1];
     my $seen = ($last->{rtt_us} // 0) + ($last->{rttvar_us} // 0) + 1000;

@@ -13,7 +13,7 @@
 #     the vhost's `SndbufTune 16k`: a fixed 256k gives tb == 2 x 262144
 #     (once the server has sent bytes: WanLab's responding), an
 #     `auto 20mbit` rule gives a median tb, once tuned, within +-25% of
-#     2 x FACTOR x BDP, or of 2 x cwnd x mss where larger (a flow alone
+#     2 x FACTOR x BDP, or of 4 x cwnd x mss where larger (a flow alone
 #     is never locked below its window); the logged
 #     SNDBUF_TUNE_RULE names the network rule;
 #   a rule that does not match (10.0.0.0/8) leaves the vhost's 16k;
@@ -114,7 +114,7 @@ for my $c (@cases) {
             my $i = tuned_from(\@ss, $law, 0.25) // $#ss;
             my $r = median(tb_ratios(\@ss, $law, $i));
             ok(abs($r - 1) <= 0.25, sprintf 'median tb once tuned %.2f x '
-               . '2 x FACTOR x BDP = %d, or 2 x cwnd x mss where larger '
+               . '2 x FACTOR x BDP = %d, or 4 x cwnd x mss where larger '
                . '(within +-25%%)', $r, $want->[0]);
         }
         elsif ($name =~ /^limits/) {

@@ -53,6 +53,9 @@ our $SERVER_ADDR = '198.18.0.1';
 # 25% or so of 2 x FACTOR x BDP, on a loaded machine); a bound without
 # the factor (say BDP .. 4 x BDP) would pass a law off by half.
 use constant AUTO_FACTOR => 0.875;
+# And for a flow alone the floor: SO_SNDBUF >= CWND_FLOOR x cwnd x MSS
+# (SBT_LAW_CWND_FLOOR), owned here for the same reason.
+use constant AUTO_CWND_FLOOR => 2;
 
 # t/wan/wanlab for this object's lab instance.
 sub _wanlab {
@@ -118,8 +121,8 @@ sub responding {
 
 # The tb the law gives a flow alone on its path, at sample $i of a series
 # ([t, ss] pairs): 2 x the SO_SNDBUF of $law bytes (FACTOR x rate x RTT),
-# or of the congestion window (cwnd x mss), whichever is larger: a flow
-# alone is never locked below its window (docs/auto.md); no higher for the
+# or of CWND_FLOOR congestion windows (cwnd x mss), whichever is larger: a
+# flow alone is never locked below its window (docs/auto.md); no higher for the
 # window than autotuning's ceiling, tcp_wmem[2] $wmem2. ss's cwnd is the
 # kernel's at the sample, the module's size that of a look before, and
 # BBR's PROBE_RTT holds cwnd at 4 segments for 200 ms and a round every
@@ -133,7 +136,7 @@ sub alone_tb {
         for (my $j = $i; $j >= 0; $j--) {
             my ($t, $s) = @{ $series->[$j] };
             last if $t < $series->[$i][0] - 1.5;
-            my $w = ($s->{cwnd} // 0) * ($s->{mss} // 0);
+            my $w = AUTO_CWND_FLOOR * ($s->{cwnd} // 0) * ($s->{mss} // 0);
             $window = $w if $w > $window;
         }
         $window = $wmem2 / 2 if $window > $wmem2 / 2;
