@@ -13,9 +13,10 @@ package SndbufBench::Stock;
 # Each download runs SECS seconds (curl --max-time) and is measured from
 # the server socket (ss): goodput over [WARM, SECS] from bytes_acked, the
 # median srtt, the share of segments retransmitted, the peak tb, and how
-# long the sender waited for its send buffer (sndbuf_limited: 0 says the
-# buffer did not bind). The configurations take turns in each cell, in a
-# rotating order.
+# long the sender waited for its send buffer (sndbuf_limited: counted only
+# while the writer is blocked, so 0 does not rule out a writer slow to
+# refill it). The configurations take turns in each cell, in a rotating
+# order.
 #
 # The stock profile changes global sysctls (WanLab::profile puts them
 # back), so this part runs alone.
@@ -197,8 +198,9 @@ sub run {
         . "median over the window; rtx = segments retransmitted / sent; "
         . "`tb` = the socket's peak send buffer; buffer-limited = the "
         . "time in the window the sender waited for its send buffer "
-        . "(`ss` sndbuf_limited): where it is 0 the buffer did not bind, "
-        . "and a gap in goodput is the link's or the congestion control's.\n";
+        . "(`ss` sndbuf_limited, counted only while the writer is "
+        . "blocked: 0 does not rule out a writer woken too late to keep "
+        . "data queued).\n";
     for my $profile (@PROFILES) {
         push @section, "\n### Profile `$profile->{name}` (cc $profile->{cc}"
             . ($profile->{wmem_max} ? ", wmem_max $profile->{wmem_max}" : '')

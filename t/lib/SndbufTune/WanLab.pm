@@ -121,10 +121,10 @@ sub responding {
 
 # The tb the law gives a flow alone on its path, at sample $i of a series
 # ([t, ss] pairs): 2 x the SO_SNDBUF of $law bytes (FACTOR x rate x RTT),
-# or of CWND_FLOOR congestion windows (cwnd x mss), whichever is larger: a
-# flow alone is never locked below its window (docs/auto.md); no higher for the
-# window than autotuning's ceiling, tcp_wmem[2] $wmem2. ss's cwnd is the
-# kernel's at the sample, the module's size that of a look before, and
+# or of CWND_FLOOR congestion windows (cwnd x mss), whichever is larger:
+# a flow alone is never locked below its window (docs/auto.md); no higher
+# for the window than autotuning's ceiling, tcp_wmem[2] $wmem2. ss's cwnd
+# is the kernel's at the sample, the module's size that of a look before, and
 # BBR's PROBE_RTT holds cwnd at 4 segments for 200 ms and a round every
 # 10 s: the window is the largest of the samples of the last 1.5 s.
 # A code ref ($series, $i) for tuned_from; callers judge medians.
