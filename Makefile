@@ -28,8 +28,12 @@ install: all
 deps:
 	scripts/ensure-deps
 
+# make test: the module and what the sections below add to TEST_FIRST,
+# two at a time (the fuzzer's fixed time beside the sanitizer builds),
+# then every suite (t/all).
 test: deps
-	$(MAKE) all
+	$(MAKE) -j2 --output-sync=target FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) \
+	    all $(TEST_FIRST)
 	t/all
 
 demo: deps
@@ -66,7 +70,7 @@ unit: t/unit/law_cases t/unit/replay
 	prove --exec '' t/unit/law_cases t/unit/replay
 
 # make test runs it before the suites.
-test: unit
+TEST_FIRST += unit
 
 unit-clean:
 	rm -f t/unit/law_cases t/unit/replay
@@ -129,8 +133,8 @@ fuzz: fuzz/fuzz_parsers
 # make test runs both before the suites, the fuzzer for 20 s (the corpus,
 # then new inputs; a longer hunt is make fuzz, or FUZZ_SECONDS=3600 make
 # fuzz); make clean removes what they built.
-test: FUZZ_SECONDS = 20
-test: parse-check fuzz
+TEST_FUZZ_SECONDS = 20
+TEST_FIRST += parse-check fuzz
 
 fuzz-clean:
 	rm -rf fuzz/fuzz_parsers fuzz/parse_cases fuzz/artifacts
@@ -178,7 +182,7 @@ build/tsan_pools.so: t/helpers/tsan_pools.c
 	gcc -shared -fPIC -g -O1 -Wall -Wextra -fsanitize=thread -o $@ $< -ldl
 
 # make test runs the suites a second time on these (t/all).
-test: sanitize
+TEST_FIRST += sanitize
 
 sanitize-clean:
 	rm -rf build

@@ -159,20 +159,25 @@ static void sbt_auto_apply(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
     }
     else {
         sbt_sock_fix(&conn->sock, out->size, a->lim.shared, &did);
+        if (out->pace && !did.call) {
+            sbt_sock_pace(&conn->sock, &did);
+        }
     }
     sbt_sock_tally(c, &did, &a->tally);
     a->retunes++;
-    ap_log_cerror(APLOG_MARK, (out->act == SBT_LAW_RELEASE
+    ap_log_cerror(APLOG_MARK, (out->act == SBT_LAW_RELEASE || did.paced
                               || (a->law.lifted && a->law.ramping))
                              ? APLOG_DEBUG : APLOG_TRACE1,
                   0, c, "SndbufTune auto re-tune %d: min rtt %uus srtt "
                   "%uus/%uus queue %uus rate %" APR_UINT64_T_FMT " B/s%s, "
-                  "%d -> %d: %s%s: %s, effective %d", a->retunes,
+                  "%d -> %d: %s%s: %s%s, effective %d", a->retunes,
                   a->law.min_rtt_us, s->srtt_us, s->rttvar_us,
                   out->queue_us, a->law.rate,
                   out->limited ? ", send-buffer-limited" : "", cur,
                   out->size, out->why, out->clamped ? " (clamped)" : "",
-                  did.done, sbt_sock_known_size(&conn->sock));
+                  did.done, did.paced ? ", and paced by the kernel from "
+                  "now on (a loss-based flow its buffer holds)" : "",
+                  sbt_sock_known_size(&conn->sock));
 }
 
 /** At trace3, a sample and its decision as t/unit/replay reads them, so

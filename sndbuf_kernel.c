@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -193,6 +194,26 @@ int sbt_sock_set_sndbuf(int fd, int bytes)
     }
     return setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes))
            ? errno : 0;
+}
+
+int sbt_sock_set_pacing(int fd)
+{
+#ifdef SO_MAX_PACING_RATE
+    /* Any rate but ~0 (no cap) marks the socket as needing pacing, which
+     * TCP then does itself at the rate it computes; a 64-bit value, read
+     * whole where unsigned long is (a 32-bit kernel reads its first 4
+     * bytes, still not ~0). */
+    uint64_t rate = UINT64_MAX - 1;
+
+    if (fd < 0) {
+        return EBADF;
+    }
+    return setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &rate,
+                      sizeof(rate)) ? errno : 0;
+#else
+    (void)fd;
+    return ENOTSUP;
+#endif
 }
 
 int sbt_sock_sndbuf_locked(int fd, int *locked)

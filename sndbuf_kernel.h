@@ -77,6 +77,11 @@ int sbt_sock_get_sndbuf(int fd, int *bytes);
 /** setsockopt(SO_SNDBUF): fixes the size and locks out autotuning. */
 int sbt_sock_set_sndbuf(int fd, int bytes);
 
+/** Turn on the kernel's own pacing (TCP paces at about 1.2 x cwnd per
+ *  RTT, 2 x in slow start): SO_MAX_PACING_RATE with no real cap.  It
+ *  cannot be turned off again.  0 or errno. */
+int sbt_sock_set_pacing(int fd);
+
 /** Is the send buffer's size locked (SO_BUF_LOCK send bit)?  0 or errno. */
 int sbt_sock_sndbuf_locked(int fd, int *locked);
 

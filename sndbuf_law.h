@@ -126,6 +126,9 @@ typedef struct {
     int limited;
     /** The rate sized for switched between configured and measured. */
     int rate_switched;
+    /** Have the kernel pace the flow (with SBT_LAW_SET): a loss-based
+     *  flow of a crowd, which its buffer holds below its window. */
+    int pace;
 } sbt_law_out_t;
 
 /** Start following a response; @a estimate: the rate an earlier

@@ -44,6 +44,7 @@ void sbt_sock_init(sbt_sock_t *s, apr_socket_t *csd)
     s->state = SBT_SOCK_UNKNOWN;
     s->requested = 0;
     s->effective = -1;
+    s->paced = 0;
 }
 
 void sbt_sock_attach(sbt_sock_t *s, apr_socket_t *csd)
@@ -196,6 +197,24 @@ void sbt_sock_unset(sbt_sock_t *s, int shared, sbt_sock_did_t *did)
     /* Autotuning only ever grows a buffer: start it where the kernel
      * starts a new socket. */
     sbt_sock_release(s, sbt_initial_size(), "released to autotuning", did);
+}
+
+void sbt_sock_pace(sbt_sock_t *s, sbt_sock_did_t *did)
+{
+    int rv;
+
+    /* Asked once: pacing cannot be turned off, and a kernel that
+     * refuses it once refuses it again. */
+    if (s->paced) {
+        return;
+    }
+    s->paced = 1;
+    if ((rv = sbt_sock_set_pacing(s->fd)) != 0) {
+        sbt_failed(did, "setsockopt(SO_MAX_PACING_RATE)", rv,
+                   "set, not paced");
+        return;
+    }
+    did->paced = 1;
 }
 
 void sbt_sock_give_back(sbt_sock_t *s, sbt_sock_did_t *did)

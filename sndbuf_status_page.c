@@ -45,7 +45,7 @@ static const struct {
      "2 x MSS)."},
     {"SetsockoptFailures", "setsockopt failures",
      "socket_call_failures_total", "Socket calls that failed (SO_SNDBUF, "
-     "SO_BUF_LOCK, TCP_INFO)."}
+     "SO_BUF_LOCK, TCP_INFO, SO_MAX_PACING_RATE)."}
 };
 
 /** The bound of histogram bucket @a i (0: the last one has none). */

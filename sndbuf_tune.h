@@ -127,6 +127,8 @@ typedef struct {
     int requested;
     /** getsockopt(SO_SNDBUF) after our last look; -1 unknown. */
     int effective;
+    /** We asked the kernel to pace it (once: pacing stays on). */
+    int paced;
 } sbt_sock_t;
 
 /** What one operation on a socket did, for the caller to log and count. */
@@ -135,6 +137,7 @@ typedef struct {
     const char *call;           /**< the socket call that failed, or NULL */
     int err;                    /**< its errno */
     int clamped;                /**< net.core.wmem_max capped the size */
+    int paced;                  /**< the kernel's pacing was turned on */
 } sbt_sock_did_t;
 
 void sbt_sock_init(sbt_sock_t *s, apr_socket_t *csd);
@@ -147,6 +150,8 @@ int sbt_sock_open(const sbt_sock_t *s);
 int sbt_sock_effective(const sbt_sock_t *s);
 /** Fix the buffer at @a size; on a @a shared (HTTP/2) socket only grow. */
 void sbt_sock_fix(sbt_sock_t *s, int size, int shared, sbt_sock_did_t *did);
+/** Turn on the kernel's pacing, once per socket. */
+void sbt_sock_pace(sbt_sock_t *s, sbt_sock_did_t *did);
 /** Give the buffer to kernel autotuning; on a @a shared socket never
  *  undo another stream's size. */
 void sbt_sock_unset(sbt_sock_t *s, int shared, sbt_sock_did_t *did);

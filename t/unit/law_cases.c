@@ -449,6 +449,7 @@ static void test_loss_based(void)
     is_i(out.act, SBT_LAW_SET, "cubic: a long fat path still gets more "
          "than tcp_wmem[2]");
     is_i(out.size, 4194304, "cubic: (its maximum)");
+    ok(!out.pace, "cubic: alone, its window holds it: not paced");
 
     /* A window past tcp_wmem[2] / 2 (loopback: MSS 65483) is no reason
      * to lock: autotuning gives three times the floor. */
@@ -473,10 +474,17 @@ static void test_loss_based(void)
     sbt_law_look(&l, &lim, &s, &out);
     ok(out.act == SBT_LAW_SET && out.queued && out.size < 200000,
        "cubic: a crowd's queue steers it");
+    ok(out.pace, "cubic: in a crowd, its buffer holds it: paced");
     s.srtt_us = 100 * MS;
     sbt_law_look(&l, &lim, &s, &out);
     is_i(out.act, SBT_LAW_SET, "cubic: in a crowd, locked at the target "
          "with no queue");
+    ok(out.pace, "cubic: (and paced)");
+    s.loss_based = 0;
+    s.srtt_us = 150 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.act == SBT_LAW_SET && !out.pace, "bbr: in a crowd, steered, "
+       "and paced by bbr itself, not asked to");
 
     /* An administrator's cap: locked within it, never given back. */
     lim.limit_max = 65536;
@@ -494,6 +502,7 @@ static void test_loss_based(void)
     sbt_law_look(&l, &lim, &s, &out);
     is_i(out.act, SBT_LAW_SET, "cubic: an autotuned socket under the cap "
          "is locked");
+    ok(!out.pace, "cubic: (alone: not paced)");
     is_i(out.size, 65536, "cubic: (at the cap)");
 }
 

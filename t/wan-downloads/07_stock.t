@@ -20,6 +20,17 @@
 #          0.80 here, 0.96-1.05 in the bench. bbr against cubic through one
 #          drop-tail queue swings this much from run to run: this bound
 #          keeps the scavenger out, the bench keeps the figure.
+#   3. A stock server, three auto downloads and one unset from one client
+#      at once (20 Mbit/s, 100 ms): a crowd, whose queue steers each auto
+#      flow's buffer below its window. A cubic flow held so sends each
+#      refill of its buffer at once unless the kernel paces it (the
+#      crowd's bursts cost 7 x autotuning's retransmissions in the
+#      bench), so auto asks for pacing (SO_MAX_PACING_RATE):
+#        - every download whole;
+#        - the module logged "paced by the kernel" for at least two auto
+#          flows, and ss showed the kernel pacing each of them
+#          (pacing_rate R/MAX);
+#        - the unset download never paced.
 # Bounds, not figures: make bench measures; a loaded 2-core machine moves
 # the ratios by a few per cent, the failures they catch are 0.44 and 0.4.
 # Changes net.core.wmem_max and tcp_allowed_congestion_control for the
@@ -35,7 +46,7 @@ use SndbufTune::Kernel qw(wmem_max);
 use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes responding);
 
 plan_lab_or_skip();
-plan tests => 3;
+plan tests => 4;
 
 my $SIZE = 32 << 20;
 
@@ -115,6 +126,49 @@ subtest 'this lab (bbr), beside a cubic bulk flow' => sub {
            'auto got >= 0.55 x autotuning beside the same bulk flow');
     $srv->stop;
     $lab->down;
+};
+
+subtest 'stock Debian 12, a crowd from one client' => sub {
+    plan tests => 6;
+    my $size = 4 << 20;
+    my $lab = SndbufTune::WanLab->up(rtt_ms => 100, rate_mbit => 20,
+                                     instance => 'sbt7');
+    my $profile = $lab->profile(cc => 'cubic', wmem_max => 212992);
+    my $srv = $lab->server(name => 'crowd', body => $conf,
+                           log_level => 'info sndbuf_tune:trace1');
+    $srv->add_random_file($_, $size) for qw(/auto/c.bin /unset/c.bin);
+    ok($srv->start, 'apache2 answers') or BAIL_OUT($srv->error);
+    my @jobs = map { $lab->curl_start(url => $srv->url($_), max_time => 120) }
+        ('/auto/c.bin') x 3, '/unset/c.bin';
+    my $series = SndbufTune::WanLab->series(
+        $lab->sample_while(jobs => \@jobs, interval => 0.2));
+    my @r = map { $lab->curl_wait($_) } @jobs;
+    is(scalar(grep { ($_->{http_code} // '') eq '200'
+                     && ($_->{size_download} // 0) == $size } @r),
+       4, 'every download whole');
+    # Which flows the module says it had paced (trace1), by client port,
+    # and how many of each flow's ss samples show the kernel pacing it.
+    my %said;
+    for (split /\n/, $srv->log_text) {
+        $said{$1} = 1
+            if /client [^\]]*:(\d+)\].*re-tune \d+: .*and paced by the kernel/;
+    }
+    my @port = map { $_->{local_port} } @jobs;
+    my @paced = map { scalar grep { defined $_->[1]{max_pacing_rate} }
+                      @{ $series->{$_} || [] } } @port;
+    diag('crowd: the module paced the auto flows: '
+         . join(' ', map { $said{$_} ? 'yes' : 'no' } @port[0 .. 2])
+         . '; ss samples paced (auto, auto, auto, unset): @paced');
+    my @claimed = grep { $said{ $port[$_] } } 0 .. 2;
+    cmp_ok(scalar @claimed, '>=', 2, 'the module paced at least two of the '
+           . 'three auto flows of the crowd');
+    is(scalar(grep { !$paced[$_] } @claimed), 0,
+       'ss shows the kernel pacing each of them');
+    is($paced[3], 0, 'the unset download beside them was never paced');
+    $srv->stop;
+    undef $profile;
+    $lab->down;
+    isnt(wmem_max(), 212992, 'net.core.wmem_max put back');
 };
 
 ok(1, 'labs down');

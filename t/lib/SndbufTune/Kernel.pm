@@ -87,6 +87,8 @@ sub _bw { my ($n, $u) = @_; return $n * ($BW_UNIT{$u // ''} // 1) }
 #   cwnd mss rtt_us rttvar_us minrtt_us bytes_sent bytes_acked
 #   bytes_retrans bytes_received unacked notsent data_segs_out delivered
 #   retrans (total) retrans_now delivery_rate pacing_rate send_bps (bit/s)
+#   max_pacing_rate (bit/s; only where SO_MAX_PACING_RATE set one, which
+#   also turns the kernel's pacing on: ss shows "pacing_rate R/MAX")
 #   busy_ms sndbuf_limited_ms rwnd_limited_ms app_limited (0/1),
 #   raw (the socket's text on one line).
 sub parse_ss {
@@ -139,6 +141,8 @@ sub parse_ss {
             if $r =~ /\bdelivery_rate ([\d.]+)([KMGT]?)bps/;
         $s->{pacing_rate} = _bw($1, $2)
             if $r =~ /\bpacing_rate ([\d.]+)([KMGT]?)bps/;
+        $s->{max_pacing_rate} = _bw($1, $2)
+            if $r =~ /\bpacing_rate [\d.]+[KMGT]?bps\/([\d.e+]+)([KMGT]?)bps/;
         $s->{send_bps} = _bw($1, $2) if $r =~ /\bsend ([\d.]+)([KMGT]?)bps/;
         for my $k (qw(busy sndbuf_limited rwnd_limited)) {
             $s->{"${k}_ms"} = $r =~ /\b$k:(\d+)ms/ ? $1 : 0;
