@@ -158,7 +158,8 @@ subtest 'stock Debian 12, a crowd from one client' => sub {
                       @{ $series->{$_} || [] } } @port;
     diag('crowd: the module paced the auto flows: '
          . join(' ', map { $said{$_} ? 'yes' : 'no' } @port[0 .. 2])
-         . '; ss samples paced (auto, auto, auto, unset): @paced');
+         . '; ss samples paced (auto, auto, auto, unset): '
+         . join(' ', @paced));
     my @claimed = grep { $said{ $port[$_] } } 0 .. 2;
     cmp_ok(scalar @claimed, '>=', 2, 'the module paced at least two of the '
            . 'three auto flows of the crowd');
