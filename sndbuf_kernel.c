@@ -200,10 +200,10 @@ int sbt_sock_set_pacing(int fd)
 {
 #ifdef SO_MAX_PACING_RATE
     /* Any rate but ~0 (no cap) marks the socket as needing pacing, which
-     * TCP then does itself at the rate it computes; a 64-bit value, read
-     * whole where unsigned long is (a 32-bit kernel reads its first 4
-     * bytes, still not ~0). */
-    uint64_t rate = UINT64_MAX - 1;
+     * TCP then does itself at the rate it computes.  A 64-bit kernel
+     * reads all 8 bytes, a 32-bit one the first 4: neither half is ~0,
+     * whatever the byte order. */
+    uint64_t rate = UINT64_C(0xfffffffefffffffe);
 
     if (fd < 0) {
         return EBADF;
