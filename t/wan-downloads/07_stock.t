@@ -29,7 +29,10 @@
 #        - every download whole;
 #        - the module logged "paced by the kernel" for at least two auto
 #          flows, and ss showed the kernel pacing each of them
-#          (pacing_rate R/MAX);
+#          (pacing_rate R/MAX). Two, not three: the server's two child
+#          processes may split the crowd, and a flow alone in its
+#          process sees no crowd (it is then left to autotuning, as a
+#          lone cubic flow is); two of three always share one;
 #        - the unset download never paced.
 # Bounds, not figures: make bench measures; a loaded 2-core machine moves
 # the ratios by a few per cent, the failures they catch are 0.44 and 0.4.
