@@ -125,12 +125,17 @@ subtest 'IPv6 client: ::1/128 beats ::/0 and the vhost' => sub {
         '--limit-rate', '200k', '--max-time', '60', '-H', 'Host: net.test',
         '-w', '%{http_code} %{size_download}', "http://[::1]:$port" . BIG_PATH
         or die "curl: $!";
+    # The connection shows in ss as soon as curl connects, before httpd
+    # has read the request and chosen net.test's rule: wait for the
+    # response's first bytes (send queue not empty), as http2.t does.
     my ($v) = poll_until(10, sub {
-        (ss_sockets(sport => $port, dst => '[::1]', state => 'established'))[0];
+        my ($s) = ss_sockets(sport => $port, dst => '[::1]',
+                             state => 'established');
+        return $s && $s->{send_q} ? $s : undef;
     });
     kill 'TERM', $pid;
     close $curl;
-    ok($v, 'the IPv6 connection shows in ss') or return;
+    ok($v, 'the IPv6 response is under way in ss') or return;
     is($v->{tb}, expected_fixed_tb(192 * 1024), 'ss tb == 2 x 192k');
     my ($f) = poll_until(10, sub {
         (grep { ($_->{client} // '') eq '::1' } $srv->access_entries)[-1];

@@ -126,7 +126,7 @@ sub h2_held_ok {
     ok($cport, "curl's connection found") or do { stop_curl($pid); return 0 };
     poll_until(10, $ready) if $ready;
     my $v = held_view($cport, $sport);
-    diag("kernel view [$label]: " . view_str($v));
+    note("kernel view [$label]: " . view_str($v));
     $check->($v);
     stop_curl($pid);
     return 1;

@@ -26,7 +26,7 @@ my @cases = (
 plan tests => scalar @cases;
 
 my $port = vhost_port('sndbuf');
-diag("kernel: wmem_max=" . wmem_max() . " tcp_wmem=" . join(' ', tcp_wmem()));
+note("kernel: wmem_max=" . wmem_max() . " tcp_wmem=" . join(' ', tcp_wmem()));
 
 for my $case (@cases) {
     my ($host, $policy, $bytes) = @$case;

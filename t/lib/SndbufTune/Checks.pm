@@ -52,7 +52,7 @@ sub view_of {
 
 sub log_view {
     my ($label, $v) = @_;
-    diag("kernel view [$label]: " . view_str($v));
+    note("kernel view [$label]: " . view_str($v));
 }
 
 sub _lock_checks {
