@@ -214,7 +214,7 @@ sub multi_stream {
         or diag(join '', @w);
     for my $j (0 .. $i) {
         my $h = $j == $i ? ($held_h || {}) : headers_of("$tmp/mh$j");
-        diag("stream " . ($j + 1) . " to "
+        note("stream " . ($j + 1) . " to "
              . ($j == $i ? "$held (held)" : $hosts->[$j])
              . ": policy=" . ($h->{'x-sndbuf-policy'} // '?')
              . ' requested=' . ($h->{'x-sndbuf-requested'} // '?')
