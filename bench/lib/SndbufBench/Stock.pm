@@ -156,18 +156,41 @@ sub _cell {
     truncate $f, 4 << 30 or die "truncate $f: $!";
     $srv->add_link("/$_->[0]/big.bin", '/big.bin') for @CONFIGS;
     $srv->start or die $srv->error;
-    my %r;
-    my @order = map { $_->[0] } @CONFIGS;
-    push @order, shift @order for 1 .. ($ctx->{turn}++ % @order);
-    for my $name (@order) {
-        $r{$name} = _measure($lab, $srv, "/$name/big.bin", $secs, $warm,
-                             $cond, $p->{trace} || $cond->{steps});
-        sleep 1;
+    my @rounds;
+    for (1 .. ($ctx->{opt}{repeat} || 1)) {
+        my %r;
+        my @order = map { $_->[0] } @CONFIGS;
+        push @order, shift @order for 1 .. ($ctx->{turn}++ % @order);
+        for my $name (@order) {
+            $r{$name} = _measure($lab, $srv, "/$name/big.bin", $secs, $warm,
+                                 $cond, $p->{trace} || $cond->{steps});
+            sleep 1;
+        }
+        push @rounds, \%r;
     }
     $srv->stop;
     undef $guard;
     $lab->down;
-    return \%r;
+    return _median_round(@rounds);
+}
+
+# Of several rounds of a cell, each figure's median, and each
+# configuration's ratio to autotuning as the median of the rounds' own
+# ratios (a round's configurations ran minutes apart, the rounds more).
+sub _median_round {
+    my @rounds = @_;
+    return $rounds[0] if @rounds == 1;
+    my %m;
+    for my $c (map { $_->[0] } @CONFIGS) {
+        for my $k (qw(bps srtt_ms retrans tb limited_ms)) {
+            $m{$c}{$k} = median(map { $_->{$c}{$k} } @rounds);
+        }
+        $m{$c}{x} = median(map { my $u = $_->{unset}{bps};
+                                 $u && defined $_->{$c}{bps}
+                                 ? $_->{$c}{bps} / $u : undef } @rounds);
+        $m{$c}{rounds} = [map { $_->{$c}{bps} } @rounds];
+    }
+    return \%m;
 }
 
 sub _fmt { defined $_[0] ? sprintf('%.3f', $_[0]) : 'n/a' }
@@ -200,7 +223,12 @@ sub run {
         . "time in the window the sender waited for its send buffer "
         . "(`ss` sndbuf_limited, counted only while the writer is "
         . "blocked: 0 does not rule out a writer woken too late to keep "
-        . "data queued).\n";
+        . "data queued)."
+        . (($ctx->{opt}{repeat} || 1) > 1
+           ? " Each cell measured $ctx->{opt}{repeat} times (`--repeat`), "
+             . "the order rotating: each figure is the rounds' median, "
+             . "`x` the median of the rounds' own ratios." : '')
+        . "\n";
     for my $profile (@PROFILES) {
         push @section, "\n### Profile `$profile->{name}` (cc $profile->{cc}"
             . ($profile->{wmem_max} ? ", wmem_max $profile->{wmem_max}" : '')
@@ -221,9 +249,16 @@ sub run {
                        map { defined $r->{$_}{bps}
                              ? sprintf('%.2f', $r->{$_}{bps} / 1e6) : 'n/a' }
                        qw(unset auto autobw));
-                my %x = map { $_ => ($u && defined $r->{$_}{bps}
-                                     ? $r->{$_}{bps} / $u : undef) }
+                my %x = map { $_ => $r->{$_}{x}
+                                    // ($u && defined $r->{$_}{bps}
+                                        ? $r->{$_}{bps} / $u : undef) }
                         qw(auto autobw);
+                $log->('  rounds, Mbit/s: ' . join '; ', map {
+                    my $c = $_;
+                    "$c " . join ' ', map { defined $_
+                        ? sprintf('%.1f', $_ / 1e6) : 'n/a' }
+                        @{ $r->{$c}{rounds} } } qw(unset auto autobw))
+                    if $r->{unset}{rounds};
                 my $f = sub { my ($fmt, $k, $m) = @_;
                     join ' / ', map { defined $r->{$_}{$k}
                         ? sprintf($fmt, $r->{$_}{$k} * ($m // 1)) : 'n/a' }
