@@ -64,6 +64,17 @@
 #define SBT_LAW_GROW_SHIFT      2
 #define SBT_LAW_STEP_SEGMENTS   8
 
+/* Past a quarter of the minimum RTT of queue the step shrinks in
+ * proportion (STEP x room / queue).  At a full step a crowd of N flows
+ * keeps N x STEP queued: 100 flows, 1.16 MB, nearly all of a drop-tail
+ * queue of one BDP at 100 Mbit/s, 100 ms.  Shrinking, its queue grows as
+ * the square root of N.  Every flow sees the same queue and shrinks its
+ * step alike, so they still settle at equal rates.  100 flows through
+ * 100 Mbit/s, 100 ms: cubic held 5.3 MiB against 6.4 at the same Jain
+ * (0.98); bbr 10-18% less memory and 15-20% fewer retransmissions, its
+ * Jain unchanged.  20 flows keep about the room, or less. */
+#define SBT_LAW_STEP_ROOM_SHIFT 2
+
 /* While a queue steers the buffer every move down to 1/128 is made: the
  * 1/16 threshold of other moves left the flows of a crowd anywhere
  * within 25% of the common fixed point (Jain 0.95 against 0.99). */
@@ -291,15 +302,27 @@ static int sbt_law_queued(const sbt_law_t *l, const sbt_law_sample_t *s,
            && out->queue_us > SBT_LAW_QUEUE_MIN;
 }
 
-/** The law proper: the next size for a buffer now at @a cur, unclamped. */
+/** FAST's step, the bytes each flow of a crowd leaves in a queue of
+ *  @a queue_us: STEP, shrinking past the room. */
+static uint64_t sbt_law_step(const sbt_law_t *l, const sbt_law_sample_t *s,
+                             uint32_t queue_us)
+{
+    uint64_t step = (uint64_t)s->mss * SBT_LAW_STEP_SEGMENTS;
+    uint32_t room = l->min_rtt_us >> SBT_LAW_STEP_ROOM_SHIFT;
+
+    return room && queue_us > room ? step * room / queue_us : step;
+}
+
+/** The law proper: the next size for a buffer now at @a cur, unclamped;
+ *  @a queue_us: the queue that steers it (0: none). */
 static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
-                             int queued, int limited, uint64_t cur)
+                             uint32_t queue_us, int limited, uint64_t cur)
 {
     uint64_t next;
 
-    if (queued) {
+    if (queue_us) {
         next = (cur + cur * (l->min_rtt_us + s->rttvar_us) / s->srtt_us
-                + (uint64_t)s->mss * SBT_LAW_STEP_SEGMENTS) / 2;
+                + sbt_law_step(l, s, queue_us)) / 2;
         if (l->settling && next < sbt_law_target(l->rate, l->min_rtt_us)) {
             next = sbt_law_target(l->rate, l->min_rtt_us);
         }
@@ -366,7 +389,8 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
      * end: steered by it, a download beside a cubic bulk flow got 0.32-0.48
      * of autotuning's goodput. */
     out->queued = sbt_law_queued(l, s, out) && s->path_shared;
-    want = law = sbt_law_next(l, s, out->queued, out->limited, cur);
+    want = law = sbt_law_next(l, s, out->queued ? out->queue_us : 0,
+                              out->limited, cur);
     if (!s->path_shared) {
         uint64_t window = sbt_law_window(l, lim, s, law);
 

@@ -523,9 +523,11 @@ static void test_queue(void)
     sbt_law_look(&l, &lim, &s, &out);
     ok(out.queued, "queue: 50 ms over a 100 ms minimum steers");
     is_i(out.queue_us, 50 * MS, "queue: srtt - (min rtt + rttvar)");
-    want = ((uint64_t)cur + (uint64_t)cur * 100 / 150 + 8 * MSS) / 2;
+    /* 50 ms of queue is twice the room (a quarter of the 100 ms
+     * minimum): half the step. */
+    want = ((uint64_t)cur + (uint64_t)cur * 100 / 150 + 4 * MSS) / 2;
     is_i(out.size, (int)want, "queue: FAST's step, halfway to "
-         "cur x base / srtt + STEP 8 MSS");
+         "cur x base / srtt + STEP, 8 MSS x room 25 ms / queue 50 ms");
 
     /* Its fixed point: cur = cur x base / srtt + STEP. */
     for (i = 0; i < 200; i++) {
@@ -542,6 +544,30 @@ static void test_queue(void)
     ok(cur >= 6 * 8 * MSS && cur < 6 * 8 * MSS * 111 / 100,
        "queue: the fixed point keeps STEP in the queue (cur = 6 STEP at "
        "srtt 1.2 x base), up to 1/0.906 above");
+
+    /* Within the room, the full step: 25 ms of queue over 100. */
+    begin_locked(&l, &lim, 100, 500000, 400000);
+    l.settling = 0;
+    s = crowd_at(100, 100, 500000, 400000, 0);
+    s.srtt_us = 125 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    want = (400000 + (uint64_t)400000 * 100 / 125 + 8 * MSS) / 2;
+    is_i(out.size, (int)want, "queue: within a quarter of the minimum "
+         "RTT, the full STEP 8 MSS");
+    /* A crowd's fixed point past the room: cur x queue / srtt = STEP x
+     * room / queue, so 50 ms of queue (two rooms) over 100 keeps half
+     * of STEP per flow queued: cur = 12 MSS, against 24 at a full step. */
+    for (i = 0, cur = 400000; i < 400; i++) {
+        s = crowd_at(200 + 100 * i, 100, 500000, cur, 0);
+        s.srtt_us = 150 * MS;
+        sbt_law_look(&l, &lim, &s, &out);
+        if (out.act == SBT_LAW_SET) {
+            cur = out.size;
+        }
+    }
+    ok(cur >= 12 * MSS && cur < 12 * MSS * 111 / 100,
+       "queue: past the room the step shrinks, so N flows keep less "
+       "than N x STEP queued (cur = 12 MSS at 50 ms over 100, not 24)");
 
     begin_locked(&l, &lim, 100, 500000, 400000);
     l.settling = 0;

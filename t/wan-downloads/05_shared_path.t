@@ -13,7 +13,8 @@
 #     half the configured one: the check above allows it). Under a queue
 #     each flow settles where it keeps STEP (8 MSS) in it: 2 x STEP x RTT
 #     / queue of tb, so nine of ten sum to about 2 x 0.9 x (BDP + 10 x
-#     STEP) = 2.6 BDP, two such flows being 3.5 BDP; CI saw 3.53 BDP
+#     STEP) = 2.6 BDP at most (the step shrinks past a quarter of the
+#     minimum RTT of queue), two such flows being 3.5 BDP; CI saw 3.53 BDP
 #     (flows still shrinking), so the bound is three (5.25 BDP). Sized
 #     for the configured rate, nine flows hold 15.75 BDP;
 # and every download is intact, and logged SNDBUF_TUNE_BW_BPS below half
