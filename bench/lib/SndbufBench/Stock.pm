@@ -174,12 +174,11 @@ sub _cell {
     return _median_round(@rounds);
 }
 
-# Of several rounds of a cell, each figure's median, and each
+# Of a cell's rounds (one or more), each figure's median, and each
 # configuration's ratio to autotuning as the median of the rounds' own
 # ratios (a round's configurations ran minutes apart, the rounds more).
 sub _median_round {
     my @rounds = @_;
-    return $rounds[0] if @rounds == 1;
     my %m;
     for my $c (map { $_->[0] } @CONFIGS) {
         for my $k (qw(bps srtt_ms retrans tb limited_ms)) {
@@ -249,16 +248,13 @@ sub run {
                        map { defined $r->{$_}{bps}
                              ? sprintf('%.2f', $r->{$_}{bps} / 1e6) : 'n/a' }
                        qw(unset auto autobw));
-                my %x = map { $_ => $r->{$_}{x}
-                                    // ($u && defined $r->{$_}{bps}
-                                        ? $r->{$_}{bps} / $u : undef) }
-                        qw(auto autobw);
+                my %x = map { $_ => $r->{$_}{x} } qw(auto autobw);
                 $log->('  rounds, Mbit/s: ' . join '; ', map {
                     my $c = $_;
                     "$c " . join ' ', map { defined $_
                         ? sprintf('%.1f', $_ / 1e6) : 'n/a' }
                         @{ $r->{$c}{rounds} } } qw(unset auto autobw))
-                    if $r->{unset}{rounds};
+                    if @{ $r->{unset}{rounds} } > 1;
                 my $f = sub { my ($fmt, $k, $m) = @_;
                     join ' / ', map { defined $r->{$_}{$k}
                         ? sprintf($fmt, $r->{$_}{$k} * ($m // 1)) : 'n/a' }
