@@ -163,7 +163,10 @@ sub section {
     }
     my %cfgs = map { map { $_ => 1 } @{ $_->{configs} } } values %{ $RES{flows} };
     return { title => 'Many flows through one bottleneck',
-        intro => sprintf('Downloads started together from the client namespace '
+        intro => sprintf('Downloads started one after another, as fast as the '
+            . 'machine spawns them (on 2 cores 100 requests reach the server '
+            . 'over about 7 s, so the warm-up after the last is about 3 s), '
+            . 'from the client namespace '
             . 'through one 100 Mbit/s, 100 ms path (a drop-tail queue of one '
             . 'BDP, %s KiB; BBR). Goodput: the sum of the flows\' steady rates '
             . '(`delivered` × `mss` from `ss -tmi` in the server namespace, '
