@@ -90,10 +90,11 @@ cmp_ok($sum, '<', 3 * $LAW, "the median tb of all flows but the largest "
 # more, and did not say which; a run here saw the third to last log 9.4
 # Mbit/s). The others ended in a crowd of four or more, a quarter of the
 # path each (5 Mbit/s) or less, and must log less than half the
-# configured rate, twice that share. One of them may not: the estimate holds a peak of the kernel's
-# delivery rate, and under CPU load one flow of seven logged 9.0 Mbit/s
-# beside six at 2.9-5.0 (ten runs here, none at 10). A module that sizes
-# for the configured rate logs it on every download.
+# configured rate, twice that share. One of them may not: the estimate
+# holds a peak of the kernel's delivery rate, and under CPU load one
+# flow of seven logged 9.0 Mbit/s beside six at 2.9-5.0 (ten runs here,
+# none at 10). A module that sizes for the configured rate logs it on
+# every download.
 my @order = sort { $jobs[$a]{t1} <=> $jobs[$b]{t1} } 0 .. DOWNLOADS - 1;
 my @crowd = @order[0 .. DOWNLOADS - 4];
 my @e = map { $srv->access_entry_for($_->{local_port}) } @jobs;
