@@ -77,7 +77,10 @@ sub new {
     my $srv = SndbufTune::Server->new(
         name => 'reliab', modules => [qw(ssl http2)],
         body => ($h2 ? $H2 : '') . $BODY . $conf,
-        log_level => 'info', timeout => 60, %a,
+        # the MPM's debug lines: each child's start, stop and generation,
+        # for a download cut short (Restarts.pm's served_by)
+        log_level => 'info mpm_' . ($a{mpm} // 'event') . ':debug',
+        timeout => 60, %a,
         tokens => { TLSPORT => $tls_port,
                     TLSPROTOCOLS => 'Protocols ' . ($h2 ? 'h2 ' : '')
                                     . 'http/1.1',
@@ -139,7 +142,8 @@ my %CURL = (
 
 # One download with curl: (1, '') when it arrived whole over the right
 # protocol with status 200 and the file's SHA-256, else (0, why), why
-# starting with 'curl exit' when curl failed (a cut connection). %o:
+# starting with 'curl exit' when curl failed (a cut connection) and
+# naming curl's port (port=N) where curl knew it. %o:
 # limit_rate (curl --limit-rate), max_time (default 120), output (the file
 # to write, watched by the caller; default a temporary file).
 sub download {
@@ -148,14 +152,15 @@ sub download {
         // File::Temp->new(TEMPLATE => 'sbt-dl-XXXXXX', TMPDIR => 1);
     my @cmd = ('curl', '-sS', @{ $CURL{$proto} }, '--max-time',
                $o{max_time} // 120, '-o', "$tmp", '-w',
-               '%{http_code} %{http_version} %{size_download}');
+               '%{http_code} %{http_version} %{size_download} '
+               . 'port=%{local_port}');
     push @cmd, '--limit-rate', $o{limit_rate} if $o{limit_rate};
     my ($rc, $out) = capture(@cmd, $self->url($proto, $where, $name));
     my $want_version = $proto =~ /^h1/ ? '1.1' : '2';
     my $size = $self->{sizes}{$name};
     return (0, "curl exit $rc: $out") if $rc;
     return (0, "got '$out', want '200 $want_version $size'")
-        unless $out eq "200 $want_version $size";
+        unless $out =~ /^200 \Q$want_version $size\E port=/;
     my $sha = sha256_file("$tmp");
     return (0, "SHA-256 $sha, want $self->{sha}{$name}")
         unless $sha eq $self->{sha}{$name};

@@ -357,7 +357,7 @@ sub restart_cutting {
 # large, and the socket holds less than a file): no child may outlive the
 # first SIGTERM. auto_inflight_start, then auto_inflight_round for each
 # round, then auto_inflight_stop.
-my ($MPM, $GEN, $COUNTERS, $RELEASED, $TMP);
+my ($MPM, $GEN, $COUNTERS, $RELEASED, $TMP, $T0);
 
 sub auto_inflight_start {
     $MPM = shift;
@@ -411,6 +411,7 @@ sub start {
         $CTL = "$TMP";
         ($GEN, $COUNTERS) = counters();
         check(defined $GEN, "$MPM: status page answers") or return;
+        $T0 = now();
         start_clients();
         progress(1, "$MPM: start");
         $RELEASED = now();
@@ -421,6 +422,7 @@ sub start {
 sub event {
     my $i = shift;
     my $label = sprintf '%s: %s %d', $MPM, $EVENTS[$i], $i + 1;
+    note(sprintf '%s, %.2f s after the start', $label, now() - $T0);
     $GEN++;
     return _phase(sub {
         if ($EVENTS[$i] eq 'graceful') {
@@ -439,6 +441,21 @@ sub finish {
     return _phase(\&_finish);
 }
 
+# For a download cut short (curl's port in $why): the child that served
+# it (the access log) and what the error log says of that child (the
+# MPM's debug lines: started, generation, graceful or not, stopped).
+sub served_by {
+    my $why = shift;
+    my ($port) = $why =~ /port=(\d+)/ or return '  (curl named no port)';
+    my $e = $LAB->srv->access_entry_for($port, 0)
+        or return "  (no access-log entry for port $port)";
+    my $at = POSIX::strftime('%H:%M:%S', localtime($e->{time_us} / 1e6))
+        . sprintf('.%06d', $e->{time_us} % 1e6);
+    return "  served by pid $e->{pid}, its handler done at $at; the MPM's "
+        . "lines of that pid:\n"
+        . join '', map { "    $_\n" } $LAB->log_lines(qr/\[mpm_\w+:.*\bpid $e->{pid}\b/);
+}
+
 sub _finish {
     my $mpm = $MPM;
     open my $fh, '>', "$CTL/stop" or die "$CTL/stop: $!";
@@ -453,7 +470,10 @@ sub _finish {
     my @bad = grep { !$_->{ok} } @r;
     check(@r && !@bad, "$mpm: all " . scalar(@r) . " client downloads "
           . "(HTTP/1.1, h2c, TLS h2; fixed, unset, auto) arrived whole",
-          map { "client $_->{client} $_->{proto} /$_->{where}/: $_->{why}" }
+          map { "client $_->{client} $_->{proto} /$_->{where}/, "
+                . sprintf('%.2f-%.2f s after the start: ', $_->{t0} - $T0,
+                          $_->{t1} - $T0)
+                . "$_->{why}\n" . served_by($_->{why}) }
           @bad[0 .. ($#bad > 9 ? 9 : $#bad)]);
     my %want = map { ($_ => 0) } @LOCATIONS;
     $want{ $_->{where} }++ for grep { $_->{ok} && $_->{t0} > $RELEASED } @r;
