@@ -47,7 +47,7 @@ my $BDP = 30e6 / 8 * 0.250;
 # loaded machine: the relay's late packets look like a queue there, and
 # the queue's steering comes down by a few per cent a look (32 MB ended,
 # once in three runs beside three CPU hogs, still at 3 MB)
-my %size = ('/w16k/data.bin' => 2 << 20, '/unset/data.bin' => 4 << 20,
+my %size = ('/w16k/data.bin' => 1 << 20, '/unset/data.bin' => 4 << 20,
             '/autobw/data.bin' => 32 << 20, '/auto/data.bin' => 48 << 20);
 my ($lab, $srv, $sha) = SndbufTune::WanLab->lab_with_server(
     tag => '1', rtt_ms => 250, rate_mbit => 30, files => \%size,

@@ -1,10 +1,9 @@
 # The WAN lab's own accuracy check, `t/wan/selftest --quick`, as tests:
 # each of its PASS/FAIL lines is one test (RTT, goodput, lateness, loss,
-# rate steps and trace-driven links against the lab's settings), its
-# figures are notes, and its exit status is one more. The cellular trace
-# check needs ../shared/traces beside the clone and is a note ("skipped")
-# without it. Needs root and /dev/net/tun (skips otherwise; fails instead
-# when $CI is set).
+# rate steps and a trace-driven link against the lab's settings), its
+# figures are notes, and its exit status is one more. The recorded
+# cellular traces are left to make bench (the full self-test). Needs root
+# and /dev/net/tun (skips otherwise; fails instead when $CI is set).
 use strict;
 use warnings;
 use FindBin;
