@@ -453,7 +453,8 @@ sub served_by {
         . sprintf('.%06d', $e->{time_us} % 1e6);
     return "  served by pid $e->{pid}, its handler done at $at; the MPM's "
         . "lines of that pid:\n"
-        . join '', map { "    $_\n" } $LAB->log_lines(qr/\[mpm_\w+:.*\bpid $e->{pid}\b/);
+        . join '', map { "    $_\n" }
+            $LAB->log_lines(qr/\[mpm_\w+:.*\bpid $e->{pid}\b/);
 }
 
 sub _finish {
