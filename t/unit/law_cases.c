@@ -191,6 +191,63 @@ static void test_ramp(void)
     ok(!l.ramping, "ramp: not on a locked socket");
 }
 
+/* CROWD_SHIFT: on a path this server's other flows share, a queue over a
+ * quarter of the minimum RTT (and the RTT's variation) ends a bbr flow's
+ * ramp at once, with no settling looks; alone, at a quarter, or
+ * loss-based, it does not. */
+static void test_crowd_ramp(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s = look_at(0, 100, 0, 0, 16384);
+
+    sbt_law_begin(&l, &lim, &s, 0);
+    s = crowd_at(100, 100, 1000000, 0, 262144);
+    s.srtt_us = 125 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(l.ramping, "crowd ramp: a queue of exactly min RTT / 4 does not end it");
+    s = crowd_at(200, 100, 2000000, 0, 262144);
+    s.srtt_us = 126 * MS;
+    s.rttvar_us = 1 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(l.ramping, "crowd ramp: the RTT's variation is not queue");
+    s = crowd_at(300, 100, 4000000, 0, 262144);
+    s.srtt_us = 125 * MS + 1;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!l.ramping, "crowd ramp: past min RTT / 4 it ends, the rate still "
+       "growing");
+    is_i(l.settling, 0, "crowd ramp: no settling looks");
+    ok(out.act == SBT_LAW_SET && out.queued, "crowd ramp: the same look "
+       "steers by the queue");
+
+    s = look_at(0, 100, 0, 0, 16384);
+    sbt_law_begin(&l, &lim, &s, 0);
+    s = look_at(100, 100, 1000000, 0, 262144);
+    s.srtt_us = 200 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(l.ramping && out.act == SBT_LAW_KEEP, "crowd ramp: a flow alone "
+       "ramps through any queue");
+
+    s = look_at(0, 100, 0, 0, 16384);
+    sbt_law_begin(&l, &lim, &s, 0);
+    s = crowd_at(100, 100, 1000000, 0, 262144);
+    s.srtt_us = 200 * MS;
+    s.loss_based = 1;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(l.ramping && out.act == SBT_LAW_KEEP, "crowd ramp: a loss-based flow "
+       "ramps through its crowd's queue");
+
+    s = look_at(0, 100, 0, 0, 16384);
+    s.bytes_acked = 0;
+    sbt_law_begin(&l, &lim, &s, 0);
+    s = crowd_at(100, 100, 1000000, 0, 65536);
+    s.bytes_acked = 0;
+    s.srtt_us = 200 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(l.ramping, "crowd ramp: not on the handshake's RTT alone");
+}
+
 /* Ramping on the seed path until autotuning's ceiling, rate @rate. */
 static void ramp_to_ceiling(sbt_law_t *l, const sbt_law_limits_t *lim,
                             uint32_t rtt_ms, uint64_t rate,
@@ -882,6 +939,7 @@ int main(void)
     test_estimate();
     test_unknown_rate();
     test_ramp();
+    test_crowd_ramp();
     test_lift();
     test_no_queue();
     test_loss();
