@@ -44,15 +44,10 @@
 
 /* A crowd's queue ends a bbr flow's ramp at once: where other flows of
  * this server share the path and the RTT stands a quarter of the minimum
- * above it (and its variation), growing only fills the queue that the
- * flows joining later must cross.  BBR's startup ignores the losses:
- * left to autotuning through their ramps, 100 bbr flows through one
- * 100 Mbit/s, 100 ms path held up to 23 MiB of buffers; the late ones
- * met the full queue, lost their first segments, and BBR held them at a
- * few segments a second for 15-20 s (Jain 0.89-0.93).  Ended here: Jain
- * 0.956-0.972, peak memory halved.  Not a loss-based flow: its slow
- * start ends at its first loss, and its crowds were fair already (Jain
- * 0.98-0.99 at 20 and 100 cubic flows, ended here or not). */
+ * above it (and its variation), growing only fills the queue that later
+ * flows must cross, and BBR's startup ignores the losses; the late flows
+ * of a crowd then start so far behind that they never catch up.  A
+ * loss-based flow's slow start ends at its first loss. */
 #define SBT_LAW_CROWD_SHIFT     2
 
 /* A ramp that reaches tcp_wmem[2] may grow to this many times the
@@ -79,13 +74,10 @@
 
 /* Past a quarter of the minimum RTT of queue the step shrinks in
  * proportion (STEP x room / queue).  At a full step a crowd of N flows
- * keeps N x STEP queued: 100 flows, 1.16 MB, nearly all of a drop-tail
- * queue of one BDP at 100 Mbit/s, 100 ms.  Shrinking, its queue grows as
- * the square root of N.  Every flow sees the same queue and shrinks its
- * step alike, so they still settle at equal rates.  100 flows through
- * 100 Mbit/s, 100 ms: cubic held 5.3 MiB against 6.4 at the same Jain
- * (0.98); bbr 10-18% less memory and 15-20% fewer retransmissions, its
- * Jain unchanged.  20 flows keep about the room, or less. */
+ * keeps N x STEP queued (100 flows: nearly all of a drop-tail queue of
+ * one BDP at 100 Mbit/s, 100 ms); shrinking, its queue grows as the
+ * square root of N.  Every flow sees the same queue and shrinks its step
+ * alike, so they still settle at equal rates. */
 #define SBT_LAW_STEP_ROOM_SHIFT 2
 
 /* While a queue steers the buffer every move down to 1/128 is made: the
@@ -114,36 +106,22 @@
 /* A flow alone on its path that retransmitted within the last LOSS_LOOKS
  * looks is sized for LOSS_FACTOR x the target with no queue: its buffer
  * holds, besides what is in flight, everything the receiver has SACKed
- * past a hole until the retransmission fills it, an RTT later.  At one
- * BDP a random loss of 0.1% stalled a bbr flow on the seed path at every
- * loss: 0.77 of autotuning's goodput.  Not in a crowd of this server's
- * flows: its losses are its own queue overflowing, and more buffer only
- * adds to it. */
+ * past a hole until the retransmission fills it, an RTT later.  Not in a
+ * crowd of this server's flows: its losses are its own queue
+ * overflowing, and more buffer only adds to it. */
 #define SBT_LAW_LOSS_LOOKS      8
 #define SBT_LAW_LOSS_FACTOR     2
 
 /* A flow alone is never locked below what its congestion control may
  * put in flight, and one more window behind it: SO_SNDBUF >= CWND_FLOOR x
- * cwnd x MSS, which holds about 3 x cwnd segments of payload (Linux
- * doubles it; MSS-sized skbs carry about a third of overhead).  Its
- * congestion control, not its buffer, then decides its share beside
- * traffic this server does not send.  Sized from its own delivery rate
- * alone, a download beside a bulk flow held less in flight than the
- * other sender and kept the smaller share: 0.63 of autotuning's goodput
- * beside a cubic flow, 0.68 beside a bbr one (one run each); with the
- * floor, medians of 1.05 (three runs) and 0.955 (fourteen: two bbr flows
- * share a queue erratically).  The second window is for the writer: it
- * is woken only once a third of the buffer is free, and at one window
- * (1.5 x cwnd of payload) that third came only when nothing was left to
- * send, so each wake-up left the flow idle, most where ACKs arrive in
- * bursts (a cellular trace, bbr: a median of 0.96 of autotuning's goodput
- * in seven runs, app-limited samples in most; with two windows 1.00 in
- * six, none lower than 0.99).  Autotuning gives 2 (cubic) or 3 (bbr) x
- * cwnd skbs of about 3 x MSS each, up to tcp_wmem[2], so the floor is
- * two thirds to a half of its memory, and never more than tcp_wmem[2]
- * unless the law itself wants more.  The floor holds the window's peak
- * for WINDOW_HOLD_US + 2 RTTs: BBR's PROBE_RTT drops cwnd to 4 segments
- * for 200 ms and a round every 10 s, over several looks on a short path.
+ * cwnd x MSS, about 3 x cwnd segments of payload.  Its congestion
+ * control, not its buffer, then decides its share beside traffic this
+ * server does not send (sized from its own rate, it kept the smaller
+ * share).  The second window is the writer's: it is woken only once a
+ * third of the buffer is free, which at one window came only when
+ * nothing was left to send.  Never above tcp_wmem[2] unless the law
+ * itself wants more.  The floor holds the window's peak for
+ * WINDOW_HOLD_US + 2 RTTs, through BBR's PROBE_RTT (cwnd 4 for 200 ms).
  * Not for a crowd of this server's flows, whose queue steers each below
  * its window. */
 #define SBT_LAW_CWND_FLOOR      2
@@ -408,13 +386,9 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
 
     /* Only a crowd's queue steers: beside other connections of this
      * server to the same client the queue is theirs and this flow's,
-     * and steering shares it (bbr and cubic alike: 20 cubic flows
-     * through one 100 Mbit/s path, left to autotuning, held 8-10 MiB at
-     * Jain 0.66-0.73; steered, 2.3 MiB at 0.98).  A flow alone sees
-     * either its own queue, which the rate x RTT size already bounds, or
-     * another sender's, to which a delay-based controller yields without
-     * end: steered by it, a download beside a cubic bulk flow got 0.32-0.48
-     * of autotuning's goodput. */
+     * and steering shares it.  A flow alone sees either its own queue,
+     * which the rate x RTT size already bounds, or another sender's, to
+     * which a delay-based controller yields without end. */
     out->queued = sbt_law_queued(l, s, out) && s->path_shared;
     want = law = sbt_law_next(l, s, out->queued ? out->queue_us : 0,
                               out->limited, cur);
@@ -486,10 +460,7 @@ static void sbt_law_retune(sbt_law_t *l, const sbt_law_limits_t *lim,
     out->act = SBT_LAW_SET;
     /* A crowd's buffer holds each flow below its window, so a loss-based
      * sender, which does not pace, sends every refill of the buffer at
-     * once, and the crowd's bursts overflow the queue that steers it:
-     * 20 cubic flows through one 100 Mbit/s, 100 ms path lost 2% of
-     * their segments, 7 x autotuning's, all through the download.
-     * Paced by the kernel, the same crowd lost none after its start.
+     * once, and the crowd's bursts overflow the queue that steers it.
      * bbr paces itself. */
     out->pace = s->loss_based && s->path_shared;
     out->why = out->queued ? "steered by the queue"
