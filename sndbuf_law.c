@@ -214,12 +214,21 @@ void sbt_law_begin(sbt_law_t *l, const sbt_law_limits_t *lim,
     sbt_law_rtt(l, s);
 }
 
+/** The queue: what the smoothed RTT has beyond the minimum and its
+ *  own variation, microseconds. */
+static uint32_t sbt_law_queue_us(const sbt_law_t *l,
+                                 const sbt_law_sample_t *s)
+{
+    uint32_t base = l->min_rtt_us + s->rttvar_us;
+
+    return s->srtt_us > base ? s->srtt_us - base : 0;
+}
+
 /** Does a crowd's queue stand on a bbr flow's path (CROWD_SHIFT)? */
 static int sbt_law_crowded(const sbt_law_t *l, const sbt_law_sample_t *s)
 {
     return s->path_shared && !s->loss_based && !l->from_handshake
-           && s->srtt_us > l->min_rtt_us + s->rttvar_us
-                           + (l->min_rtt_us >> SBT_LAW_CROWD_SHIFT);
+           && sbt_law_queue_us(l, s) > l->min_rtt_us >> SBT_LAW_CROWD_SHIFT;
 }
 
 /** Still ramping up (updates the ramp's state)?  A ramp a crowd ends
@@ -300,9 +309,7 @@ static int sbt_law_kernel_binds(uint64_t want, const sbt_law_limits_t *lim)
 static int sbt_law_queued(const sbt_law_t *l, const sbt_law_sample_t *s,
                           sbt_law_out_t *out)
 {
-    uint32_t base = l->min_rtt_us + s->rttvar_us;
-
-    out->queue_us = s->srtt_us > base ? s->srtt_us - base : 0;
+    out->queue_us = sbt_law_queue_us(l, s);
     return out->queue_us > l->min_rtt_us >> SBT_LAW_QUEUE_SHIFT
            && out->queue_us > SBT_LAW_QUEUE_MIN;
 }
