@@ -73,7 +73,7 @@ t/unit/%: t/unit/%.c sndbuf_law.c sndbuf_law.h
 unit: t/unit/law_cases t/unit/replay
 	prove --exec '' t/unit/law_cases t/unit/replay
 
-# make test runs it before the suites.
+# make test runs it (test-first, the first suite of t/all).
 TEST_FIRST += unit
 
 unit-clean:
@@ -134,7 +134,7 @@ fuzz: fuzz/fuzz_parsers
 	fi; \
 	rm -rf "$$work"; rmdir fuzz/artifacts 2>/dev/null; exit $$rc
 
-# make test runs both before the suites, the fuzzer for 20 s (the corpus,
+# make test runs both (test-first), the fuzzer for 20 s (the corpus,
 # then new inputs; a longer hunt is make fuzz, or FUZZ_SECONDS=3600 make
 # fuzz); make clean removes what they built.
 TEST_FUZZ_SECONDS = 20
