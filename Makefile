@@ -28,17 +28,13 @@ install: all
 deps:
 	scripts/ensure-deps
 
-# make test: the module, then every suite (t/all). t/all's first suite is
-# test-first, beside the first WAN download: what the sections below add
-# to TEST_FIRST, two at a time (the fuzzer's fixed time beside the
-# sanitizer builds).
+# make test: the module and what the sections below add to TEST_FIRST,
+# two at a time (the fuzzer's fixed time beside the sanitizer builds),
+# then every suite (t/all).
 test: deps
-	$(MAKE) all
-	t/all
-
-test-first:
 	$(MAKE) -j2 --output-sync=target FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) \
-	    $(TEST_FIRST)
+	    all $(TEST_FIRST)
+	t/all
 
 demo: deps
 	$(MAKE) all
@@ -58,7 +54,7 @@ clean:
 	rm -rf .libs *.o *.lo *.slo *.la
 	-t/run -clean >/dev/null 2>&1
 
-.PHONY: all install deps test test-first demo demo-stop bench clean
+.PHONY: all install deps test demo demo-stop bench clean
 
 # ---------------------------------------------------------------------------
 # The control law (sndbuf_law.c), pure: exact decisions for constructed
@@ -73,7 +69,7 @@ t/unit/%: t/unit/%.c sndbuf_law.c sndbuf_law.h
 unit: t/unit/law_cases t/unit/replay
 	prove --exec '' t/unit/law_cases t/unit/replay
 
-# make test runs it (test-first, the first suite of t/all).
+# make test runs it before the suites.
 TEST_FIRST += unit
 
 unit-clean:
@@ -134,7 +130,7 @@ fuzz: fuzz/fuzz_parsers
 	fi; \
 	rm -rf "$$work"; rmdir fuzz/artifacts 2>/dev/null; exit $$rc
 
-# make test runs both (test-first), the fuzzer for 20 s (the corpus,
+# make test runs both before the suites, the fuzzer for 20 s (the corpus,
 # then new inputs; a longer hunt is make fuzz, or FUZZ_SECONDS=3600 make
 # fuzz); make clean removes what they built.
 TEST_FUZZ_SECONDS = 20
