@@ -358,6 +358,8 @@ sub restart_cutting {
 # first SIGTERM. auto_inflight_start, then auto_inflight_round for each
 # round, then auto_inflight_stop.
 my ($MPM, $GEN, $COUNTERS, $RELEASED, $TMP, $T0);
+# The events so far, "label at N s", for a report on a cut download.
+my @TIMELINE;
 
 sub auto_inflight_start {
     $MPM = shift;
@@ -412,6 +414,7 @@ sub start {
         ($GEN, $COUNTERS) = counters();
         check(defined $GEN, "$MPM: status page answers") or return;
         $T0 = now();
+        @TIMELINE = ();
         start_clients();
         progress(1, "$MPM: start");
         $RELEASED = now();
@@ -422,7 +425,8 @@ sub start {
 sub event {
     my $i = shift;
     my $label = sprintf '%s: %s %d', $MPM, $EVENTS[$i], $i + 1;
-    note(sprintf '%s, %.2f s after the start', $label, now() - $T0);
+    push @TIMELINE, sprintf '%s at %.2f s', $label, now() - $T0;
+    note($TIMELINE[-1]);
     $GEN++;
     return _phase(sub {
         if ($EVENTS[$i] eq 'graceful') {
@@ -444,11 +448,19 @@ sub finish {
 # For a download cut short (curl's port in $why): the child that served
 # it (the access log) and what the error log says of that child (the
 # MPM's debug lines: started, generation, graceful or not, stopped).
+# With no access-log entry (the child never logged it), the events' times
+# and the MPM's last lines of every child instead.
 sub served_by {
     my $why = shift;
     my ($port) = $why =~ /port=(\d+)/ or return '  (curl named no port)';
-    my $e = $LAB->srv->access_entry_for($port, 0)
-        or return "  (no access-log entry for port $port)";
+    my $e = $LAB->srv->access_entry_for($port, 0);
+    if (!$e) {
+        my @mpm = $LAB->log_lines(qr/\[mpm_\w+:/);
+        splice @mpm, 0, @mpm - 30 if @mpm > 30;
+        return "  (no access-log entry for port $port); events: "
+            . join(', ', @TIMELINE) . "; the MPM's last lines:\n"
+            . join '', map { "    $_\n" } @mpm;
+    }
     my $at = POSIX::strftime('%H:%M:%S', localtime($e->{time_us} / 1e6))
         . sprintf('.%06d', $e->{time_us} % 1e6);
     return "  served by pid $e->{pid}, its handler done at $at; the MPM's "
