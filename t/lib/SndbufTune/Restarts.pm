@@ -16,7 +16,8 @@ package SndbufTune::Restarts;
 # downloads are always in flight. Meanwhile the test runs through EVENTS:
 #
 #   graceful  apache2 -k graceful with every client downloading. Every
-#             download must arrive whole (SHA-256); the status page's
+#             download must arrive whole (SHA-256), but for one that
+#             httpd's own race cut (cut_by_httpd_race); the status page's
 #             counters (?auto) never go down; the old generation's
 #             children exit once their downloads are done.
 #   restart   apache2 -k restart with downloads in flight: the clients
@@ -239,10 +240,34 @@ sub policy_totals {
 
 sub alive { grep { kill 0, $_ } @_ }
 
+# When each apache2 -k graceful ran: [start, end], monotonic seconds.
+my @GRACEFULS;
+
+# httpd 2.4.71's event MPM, with or without this module, ends a child
+# with a connection in it about once in a hundred graceful restarts under
+# this load (docs/sanitizers.md, bench/graceful_race): its listener
+# accepted the connection, and the worker had not yet counted it, when
+# the graceful came, so the listener saw no connection left and the
+# child ended; the kernel sent what the socket held, then FIN. Such a
+# download: curl saw a clean close (exit 18), the request never reached
+# the access log (httpd logs it when the response is done, whichever
+# way the connection ends, unless the process ends first), and a
+# graceful restart ran while it was in flight.
+sub cut_by_httpd_race {
+    my ($mpm, $r) = @_;
+    return 0 unless $mpm eq 'event' && $r->{why} =~ /^curl exit 18:/;
+    my ($port) = $r->{why} =~ /port=(\d+)/ or return 0;
+    return 0 if $LAB->srv->access_entry_for($port, 0);
+    return scalar grep { $r->{t0} <= $_->[1] && $r->{t1} >= $_->[0] }
+        @GRACEFULS;
+}
+
 sub graceful {
     my ($label, $gen, $before) = @_;
     my @old = $LAB->srv->child_pids;
+    my $t0 = now();
     my ($rc, $out) = $LAB->srv->graceful;
+    push @GRACEFULS, [$t0, now()];
     check(!$rc, "$label: apache2 -k graceful", $out);
     my $c = counters_of($gen);
     check($c, "$label: generation $gen serves", $LAB->srv->log_tail)
@@ -480,9 +505,17 @@ sub _finish {
     kill 'KILL', @KIDS;
 
     my @r = results();
-    my @bad = grep { !$_->{ok} } @r;
-    check(@r && !@bad, "$mpm: all " . scalar(@r) . " client downloads "
-          . "(HTTP/1.1, h2c, TLS h2; fixed, unset, auto) arrived whole",
+    my @race = grep { !$_->{ok} && cut_by_httpd_race($mpm, $_) } @r;
+    note("$mpm: cut by httpd's own race at a graceful restart (not "
+         . "counted against the module): client $_->{client} $_->{proto} "
+         . "/$_->{where}/, " . sprintf('%.2f-%.2f s: ', $_->{t0} - $T0,
+                                       $_->{t1} - $T0) . $_->{why})
+        for @race;
+    my %race = map { ($_ => 1) } @race;
+    my @bad = grep { !$_->{ok} && !$race{$_} } @r;
+    check(@r && !@bad, "$mpm: all " . (@r - @race) . " client downloads "
+          . "(HTTP/1.1, h2c, TLS h2; fixed, unset, auto) arrived whole"
+          . (@race ? ', and ' . @race . " more cut by httpd's race" : ''),
           map { "client $_->{client} $_->{proto} /$_->{where}/, "
                 . sprintf('%.2f-%.2f s after the start: ', $_->{t0} - $T0,
                           $_->{t1} - $T0)
