@@ -66,20 +66,6 @@ static void sbt_env(request_rec *r, const char *key, const char *val)
     apr_table_addn(r->subprocess_env, key, val);
 }
 
-/** @a rule without its " at file:line": the environment reaches CGI
- *  and SSI, which have no business knowing the configuration's paths.
- *  The notes (the access log) keep all of it.  File names are absolute
- *  (ap_server_root_relative), so the last " at /" starts the place. */
-static const char *sbt_rule_env(request_rec *r, const char *rule)
-{
-    const char *at = NULL, *p = rule;
-
-    while ((p = strstr(p, " at /")) != NULL) {
-        at = p++;
-    }
-    return at ? apr_pstrmemdup(r->pool, rule, at - rule) : rule;
-}
-
 static void sbt_note(request_rec *r, const char *key, const char *val)
 {
     apr_table_addn(r->notes, key, val);
@@ -133,7 +119,7 @@ static void sbt_note_decision(request_rec *r, const sbt_req_t *rq,
     const char *policy = sbt_policy_names[rq->d.tune.policy];
 
     sbt_env(r, SBT_NOTE_POLICY, policy);
-    sbt_env(r, SBT_NOTE_RULE, sbt_rule_env(r, rq->d.tune.rule));
+    sbt_env(r, SBT_NOTE_RULE, rq->d.tune.rule_env);
     sbt_env(r, SBT_NOTE_REQUESTED, sbt_num(r, locked ? locked : -1));
     sbt_env(r, SBT_NOTE_EFFECTIVE, sbt_num(r, sbt_sock_effective(sock)));
     sbt_note(r, SBT_NOTE_POLICY, policy);

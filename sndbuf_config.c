@@ -82,22 +82,17 @@ static int sbt_in_htaccess(const cmd_parms *cmd)
     return !(cmd->override & (RSRC_CONF | ACCESS_CONF));
 }
 
-/** "<Location /bulk> at file:line", "server config at file:line", or
- *  ".htaccess at file:line". */
-static const char *sbt_rule_name(cmd_parms *cmd)
+/** Where @a cmd's line stands, into @a t: rule_env "<Location /bulk>",
+ *  "server config" or ".htaccess"; rule the same with " at file:line". */
+static void sbt_rule_name(cmd_parms *cmd, sbt_setting_t *t)
 {
     const ap_directive_t *d = cmd->directive, *sect = d->parent;
 
-    if (!sect && sbt_in_htaccess(cmd)) {
-        return apr_psprintf(cmd->pool, ".htaccess at %s:%d", d->filename,
-                            d->line_num);
-    }
-    if (!sect) {
-        return apr_psprintf(cmd->pool, "server config at %s:%d",
-                            d->filename, d->line_num);
-    }
-    return apr_psprintf(cmd->pool, "%s %s at %s:%d", sect->directive,
-                        sect->args, d->filename, d->line_num);
+    t->rule_env = sect ? apr_pstrcat(cmd->pool, sect->directive, " ",
+                                     sect->args, NULL)
+                : sbt_in_htaccess(cmd) ? ".htaccess" : "server config";
+    t->rule = apr_psprintf(cmd->pool, "%s at %s:%d", t->rule_env,
+                           d->filename, d->line_num);
 }
 
 /* ---------------------------------------------------------------- */
@@ -116,7 +111,7 @@ static const char *sbt_cmd_tune(cmd_parms *cmd, void *dconf, const char *arg)
         return apr_psprintf(cmd->pool, "%s: '%s': %s; " SBT_POLICY_HINT,
                             cmd->cmd->name, arg, why);
     }
-    conf->tune.rule = sbt_rule_name(cmd);
+    sbt_rule_name(cmd, &conf->tune);
     /* cmd->path is set inside <Directory>, <Location> and <Files>. */
     conf->tune_in_section = cmd->path != NULL;
     conf->tune_in_htaccess = sbt_in_htaccess(cmd);
@@ -231,8 +226,10 @@ static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
     if (why) {
         return sbt_bad(cmd, bad, why);
     }
-    net->tune.rule = apr_psprintf(cmd->pool, "SndbufTuneNetwork %s at %s:%d",
-                                  cidr, cmd->directive->filename,
+    net->tune.rule_env = apr_pstrcat(cmd->pool, "SndbufTuneNetwork ", cidr,
+                                     NULL);
+    net->tune.rule = apr_psprintf(cmd->pool, "%s at %s:%d", net->tune.rule_env,
+                                  cmd->directive->filename,
                                   cmd->directive->line_num);
     if (!sconf->rules) {
         sconf->rules = sbt_rules_make(cmd->pool);

@@ -47,8 +47,12 @@ typedef struct {
     int size;
     /** Assumed path rate in bytes/s for auto; 0 = measure it. */
     apr_uint64_t rate;
-    /** Where the line stands, for logs and SNDBUF_TUNE_RULE. */
+    /** Where the line stands, for logs and the note SNDBUF_TUNE_RULE. */
     const char *rule;
+    /** The same without " at file:line", for the environment variable:
+     *  it reaches CGI and SSI, which have no business knowing the
+     *  configuration's paths. */
+    const char *rule_env;
 } sbt_setting_t;
 
 /** A field a scope leaves to the scopes around it: the merge's marker
