@@ -440,6 +440,7 @@ sub start {
         check(defined $GEN, "$MPM: status page answers") or return;
         $T0 = now();
         @TIMELINE = ();
+        @GRACEFULS = ();
         start_clients();
         progress(1, "$MPM: start");
         $RELEASED = now();
@@ -505,14 +506,14 @@ sub _finish {
     kill 'KILL', @KIDS;
 
     my @r = results();
-    my @race = grep { !$_->{ok} && cut_by_httpd_race($mpm, $_) } @r;
+    my (@race, @bad);
+    push @{ cut_by_httpd_race($mpm, $_) ? \@race : \@bad }, $_
+        for grep { !$_->{ok} } @r;
     note("$mpm: cut by httpd's own race at a graceful restart (not "
          . "counted against the module): client $_->{client} $_->{proto} "
          . "/$_->{where}/, " . sprintf('%.2f-%.2f s: ', $_->{t0} - $T0,
                                        $_->{t1} - $T0) . $_->{why})
         for @race;
-    my %race = map { ($_ => 1) } @race;
-    my @bad = grep { !$_->{ok} && !$race{$_} } @r;
     check(@r && !@bad, "$mpm: all " . (@r - @race) . " client downloads "
           . "(HTTP/1.1, h2c, TLS h2; fixed, unset, auto) arrived whole"
           . (@race ? ', and ' . @race . " more cut by httpd's race" : ''),
