@@ -15,8 +15,9 @@ package SndbufBench::Stock;
 # median srtt, the share of segments retransmitted, the peak tb, and how
 # long the sender waited for its send buffer (sndbuf_limited: counted only
 # while the writer is blocked, so 0 does not rule out a writer slow to
-# refill it). The configurations take turns in each cell, in a rotating
-# order.
+# refill it), and the module's re-tunes (the access log's
+# SNDBUF_TUNE_RETUNES). The configurations take turns in each cell, in a
+# rotating order.
 #
 # The stock profile changes global sysctls (WanLab::profile puts them
 # back), so this part runs alone.
@@ -109,6 +110,7 @@ sub _measure {
         });
     $lab->curl_wait($job);
     $lab->bulk_stop($bulk) if $bulk;
+    my $e = $srv->access_entry_for($job->{local_port}, 10) || {};
     my $series = SndbufTune::WanLab->series($samples)->{ $job->{local_port} }
                  || [];
     my @s = grep { defined $_->[1]{bytes_acked} } @$series;
@@ -127,6 +129,7 @@ sub _measure {
         tb      => $tb,
         limited_ms => ($s1->{sndbuf_limited_ms} // 0)
                       - ($s0->{sndbuf_limited_ms} // 0),
+        retunes => $e->{retunes},
     };
 }
 
@@ -184,6 +187,8 @@ sub _median_round {
         for my $k (qw(bps srtt_ms retrans tb limited_ms)) {
             $m{$c}{$k} = median(map { $_->{$c}{$k} } @rounds);
         }
+        ($m{$c}{retunes}) = sort { $b <=> $a }
+                            grep { defined } map { $_->{$c}{retunes} } @rounds;
         $m{$c}{x} = median(map { my $u = $_->{unset}{bps};
                                  $u && defined $_->{$c}{bps}
                                  ? $_->{$c}{bps} / $u : undef } @rounds);
@@ -222,7 +227,10 @@ sub run {
         . "time in the window the sender waited for its send buffer "
         . "(`ss` sndbuf_limited, counted only while the writer is "
         . "blocked: 0 does not rule out a writer woken too late to keep "
-        . "data queued)."
+        . "data queued); re-tunes = the module's changes to the socket "
+        . "(SNDBUF_TUNE_RETUNES: locks, releases; the most of any round): "
+        . "0 means it left every download to autotuning throughout, so "
+        . "any gap to `unset` is the cell's own noise."
         . (($ctx->{opt}{repeat} || 1) > 1
            ? " Each cell measured $ctx->{opt}{repeat} times (`--repeat`), "
              . "the order rotating: each figure is the rounds' median, "
@@ -234,8 +242,9 @@ sub run {
             . ")\n\n| path | condition | unset Mbit/s | auto x | autobw x "
             . "| srtt ms unset/auto/autobw | rtx % unset/auto/autobw "
             . "| peak tb KiB unset/auto/autobw "
-            . "| buffer-limited ms unset/auto/autobw |\n"
-            . "|---|---|---|---|---|---|---|---|---|\n";
+            . "| buffer-limited ms unset/auto/autobw "
+            . "| re-tunes auto/autobw (most in a round) |\n"
+            . "|---|---|---|---|---|---|---|---|---|---|\n";
         for my $p (@PATHS, _trace_paths()) {
             for my $cond ($p->{trace} ? $CONDITIONS[0] : @CONDITIONS) {
                 next unless _keep($ctx, $profile->{name}, $p->{name},
@@ -259,13 +268,15 @@ sub run {
                     join ' / ', map { defined $r->{$_}{$k}
                         ? sprintf($fmt, $r->{$_}{$k} * ($m // 1)) : 'n/a' }
                         qw(unset auto autobw) };
-                push @section, sprintf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                push @section, sprintf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                     $p->{name}, $cond->{name},
                     defined $u ? sprintf('%.2f', $u / 1e6) : 'n/a',
                     map({ defined $x{$_} ? sprintf('%.2f', $x{$_}) : 'n/a' }
                         qw(auto autobw)),
                     $f->('%.0f', 'srtt_ms'), $f->('%.2f', 'retrans', 100),
-                    $f->('%.0f', 'tb', 1 / 1024), $f->('%.0f', 'limited_ms');
+                    $f->('%.0f', 'tb', 1 / 1024), $f->('%.0f', 'limited_ms'),
+                    join ' / ', map { $r->{$_}{retunes} // 'n/a' }
+                                qw(auto autobw);
                 my $want = $p->{name} eq 'longfat' && $cond->{name} eq 'alone'
                            && $profile->{name} ne 'stock' ? 1.3
                          : $cond->{bulk} ? 0.95 : 0.97;
