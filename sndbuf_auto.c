@@ -253,6 +253,17 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     sbt_conn_leave(c);
 }
 
+/** The response has ended (its pool goes, after write completion): its
+ *  connection no longer shares the path. */
+static apr_status_t sbt_auto_leave_path(void *data)
+{
+    conn_rec *c = data;
+    conn_rec *primary = c->master ? c->master : c;
+
+    sbt_path_leave(primary->client_addr, primary);
+    return APR_SUCCESS;
+}
+
 sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
                            sbt_conn_t *conn, const char **done)
 {
@@ -296,6 +307,8 @@ sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
     if (!a->rq->shared && sbt_async_mpm) {
         sbt_conn_follow(conn, a, r->pool);
     }
+    apr_pool_cleanup_register(r->pool, r->connection, sbt_auto_leave_path,
+                              apr_pool_cleanup_null);
     *done = apr_psprintf(r->pool, "%s; rtt %uus%s, rate %" APR_UINT64_T_FMT
                          " B/s (%s), %s congestion control%s",
                          a->law.ramping ? "left to autotuning while the rate "

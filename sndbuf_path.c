@@ -45,7 +45,9 @@ APLOG_USE_MODULE(sndbuf_tune);
 
 /* Two connections that looked at one path within this long of each other
  * share it now; the path stays shared for as long after the last such
- * pair of looks (looks come about once an RTT). */
+ * pair of looks (looks come about once an RTT).  A connection whose
+ * response has ended no longer counts: a keep-alive connection, idle,
+ * shares nothing with the download its client opens next. */
 #define SBT_PATH_SHARED     apr_time_from_sec(2)
 
 typedef struct {
@@ -103,37 +105,68 @@ static apr_uint32_t sbt_path_update(sbt_path_t *p, int family,
     return p->min_rtt_us;
 }
 
+/** The slot of @a client's path, locked (sbt_path_unlock); NULL: none. */
+static sbt_path_t *sbt_path_lock(const apr_sockaddr_t *client)
+{
+    int len;
+
+    if (!sbt_paths || !client
+        || (len = client->ipaddr_len) <= 0 || len > 16) {
+        return NULL;
+    }
+#if APR_HAS_THREADS
+    if (sbt_paths_mutex && apr_thread_mutex_lock(sbt_paths_mutex)) {
+        return NULL;
+    }
+#endif
+    return &sbt_paths[sbt_hash(client->ipaddr_ptr, len) % SBT_PATH_SLOTS];
+}
+
+static void sbt_path_unlock(void)
+{
+#if APR_HAS_THREADS
+    if (sbt_paths_mutex) {
+        apr_thread_mutex_unlock(sbt_paths_mutex);
+    }
+#endif
+}
+
 apr_uint32_t sbt_path_look(const apr_sockaddr_t *client, const void *conn,
                            apr_uint32_t own_us, int *shared)
 {
-    apr_uint32_t min = own_us;
+    apr_uint32_t min;
     apr_time_t now = apr_time_now();
     sbt_path_t *p;
     int len;
 
     *shared = 0;
-    if (!sbt_paths || !client || !own_us
-        || (len = client->ipaddr_len) <= 0 || len > 16) {
+    if (!own_us || (p = sbt_path_lock(client)) == NULL) {
         return own_us;
     }
-#if APR_HAS_THREADS
-    if (sbt_paths_mutex && apr_thread_mutex_lock(sbt_paths_mutex)) {
-        return own_us;
-    }
-#endif
-    p = &sbt_paths[sbt_hash(client->ipaddr_ptr, len) % SBT_PATH_SLOTS];
+    len = client->ipaddr_len;
     min = sbt_path_update(p, client->family, client->ipaddr_ptr, len,
                           own_us, now);
     if (p->family == client->family && !memcmp(p->addr, client->ipaddr_ptr,
                                                len)) {
         *shared = sbt_path_shared(p, conn, now);
     }
-#if APR_HAS_THREADS
-    if (sbt_paths_mutex) {
-        apr_thread_mutex_unlock(sbt_paths_mutex);
-    }
-#endif
+    sbt_path_unlock();
     return min;
+}
+
+void sbt_path_leave(const apr_sockaddr_t *client, const void *conn)
+{
+    sbt_path_t *p = sbt_path_lock(client);
+
+    if (p == NULL) {
+        return;
+    }
+    /* The next connection's look pairs with no one: this one is done. */
+    if (p->last_conn == conn) {
+        p->last_conn = NULL;
+        p->last_look = 0;
+    }
+    sbt_path_unlock();
 }
 
 static void sbt_path_child_init(apr_pool_t *pchild, server_rec *s)

@@ -318,6 +318,8 @@ void sbt_auto_register_hooks(void);
  *  @a shared: another connection of this process looks at it too. */
 apr_uint32_t sbt_path_look(const apr_sockaddr_t *client, const void *conn,
                            apr_uint32_t own_us, int *shared);
+/** Connection @a conn's response has ended: it shares the path no more. */
+void sbt_path_leave(const apr_sockaddr_t *client, const void *conn);
 void sbt_path_register_hooks(void);
 
 /** What became of one request, for the status page's counters. */
