@@ -225,6 +225,14 @@ typedef struct {
     int overflow;
 } sbt_map_t;
 
+static void sbt_map_set(sbt_map_t *m, const char *name, int slot)
+{
+    int *n = apr_palloc(m->p, sizeof(*n));
+
+    *n = slot;
+    apr_hash_set(m->slots, name, APR_HASH_KEY_STRING, n);
+}
+
 static void sbt_map_begin(sbt_map_t *m, sbt_slot_t *table,
                           apr_uint32_t gen, apr_pool_t *p)
 {
@@ -240,11 +248,7 @@ static void sbt_map_begin(sbt_map_t *m, sbt_slot_t *table,
     m->overflow = 0;
     for (i = 0; i < SBT_STATUS_SLOTS; i++) {
         if (table[i].seen_gen) {
-            int *n = apr_palloc(p, sizeof(*n));
-
-            *n = i;
-            apr_hash_set(m->slots, apr_pstrdup(p, table[i].name),
-                         APR_HASH_KEY_STRING, n);
+            sbt_map_set(m, apr_pstrdup(p, table[i].name), i);
         }
     }
 }
@@ -302,12 +306,7 @@ static void sbt_map_place(sbt_map_t *m)
         memset(m->table[slot].name, 0, sizeof(m->table[slot].name));
         apr_cpystrn(m->table[slot].name, names[i], SBT_NAME_LEN);
         m->table[slot].seen_gen = m->gen;
-        {
-            int *n = apr_palloc(m->p, sizeof(*n));
-
-            *n = slot;
-            apr_hash_set(m->slots, names[i], APR_HASH_KEY_STRING, n);
-        }
+        sbt_map_set(m, names[i], slot);
     }
 }
 

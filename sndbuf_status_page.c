@@ -158,42 +158,47 @@ static void sbt_read_slot(apr_pool_t *p, sbt_slot_t *s, int slot,
 static apr_array_header_t *sbt_read_table(apr_pool_t *p, sbt_slot_t *table)
 {
     apr_array_header_t *views = apr_array_make(p, 16, sizeof(sbt_view_t));
-    int i, j;
+    int i;
 
     for (i = 0; i <= SBT_STATUS_OTHER; i++) {
         sbt_view_t *v;
-        apr_uint64_t any = 0;
 
         if (!table[i].seen_gen && i != SBT_STATUS_OTHER) {
             continue;
         }
         v = apr_array_push(views);
         sbt_read_slot(p, &table[i], i, v);
-        if (i == SBT_STATUS_OTHER && !table[i].seen_gen) {
-            for (j = SBT_F_NONE; j <= SBT_F_AUTO; j++) {
-                any += v->v[j];
-            }
-            if (!any) {
-                apr_array_pop(views);
-            }
+        if (!table[i].seen_gen && !v->v[SBT_F_NONE] && !v->v[SBT_F_UNSET]
+            && !v->v[SBT_F_FIXED] && !v->v[SBT_F_AUTO]) {
+            apr_array_pop(views);
         }
     }
     return views;
 }
 
-/** Every vhost slot added up: each request counts in exactly one. */
-static void sbt_read_totals(apr_pool_t *p, sbt_view_t *total)
+/** Every vhost slot added up, as one view: each request counts in
+ *  exactly one. */
+static apr_array_header_t *sbt_read_totals(apr_pool_t *p)
 {
     apr_array_header_t *views = sbt_read_table(p, sbt_shm->vhost);
+    apr_array_header_t *one = apr_array_make(p, 1, sizeof(sbt_view_t));
     const sbt_view_t *v = (const sbt_view_t *)views->elts;
+    sbt_view_t *total = apr_array_push(one);
     int i, j;
 
     memset(total, 0, sizeof(*total));
+    total->name = "all vhosts";
+    total->configured = 1;
     for (i = 0; i < views->nelts; i++) {
         for (j = 0; j < SBT_F_COUNT; j++) {
             total->v[j] += v[i].v[j];
         }
+        for (j = 0; j < SBT_HIST_BUCKETS; j++) {
+            total->hist[j] += v[i].hist[j];
+        }
+        total->hist_sum += v[i].hist_sum;
     }
+    return one;
 }
 
 /* ---------------------------------------------------------------- */
@@ -265,14 +270,8 @@ static const char *sbt_bucket_label(apr_pool_t *p, int i)
                         "kmg"[shift / 10 - 1]);
 }
 
-static void sbt_html_name(request_rec *r, const sbt_view_t *v)
-{
-    ap_rprintf(r, "<tr><td class=\"n\">%s%s</td>",
-               ap_escape_html(r->pool, v->name),
-               v->configured ? "" : " <i>(not configured now)</i>");
-}
-
-/** Two tables: the counters, then the histogram's non-empty columns. */
+/** One row a slot: its counters, then the histogram's buckets that any
+ *  row uses. */
 static void sbt_html_table(request_rec *r, const char *what,
                            apr_array_header_t *views)
 {
@@ -284,22 +283,7 @@ static void sbt_html_table(request_rec *r, const char *what,
         ap_rputs("<p>None configured.</p>\n", r);
         return;
     }
-    ap_rprintf(r, "<table border=\"1\">\n<tr><th rowspan=\"2\">%s</th>"
-               "<th colspan=\"4\">requests by policy</th>", what);
-    for (i = SBT_F_BYTES; i < SBT_F_COUNT; i++) {
-        ap_rprintf(r, "<th rowspan=\"2\">%s</th>", sbt_fields[i].title);
-    }
-    ap_rputs("</tr>\n<tr>", r);
-    for (i = SBT_F_NONE; i <= SBT_F_AUTO; i++) {
-        ap_rprintf(r, "<th>%s</th>", sbt_fields[i].title);
-    }
-    ap_rputs("</tr>\n", r);
     for (i = 0; i < views->nelts; i++) {
-        sbt_html_name(r, &v[i]);
-        for (j = 0; j < SBT_F_COUNT; j++) {
-            ap_rprintf(r, "<td>%" APR_UINT64_T_FMT "</td>", v[i].v[j]);
-        }
-        ap_rputs("</tr>\n", r);
         for (j = 0; j < SBT_HIST_BUCKETS; j++) {
             if (v[i].hist[j] && !used[j]) {
                 used[j] = 1;
@@ -307,16 +291,19 @@ static void sbt_html_table(request_rec *r, const char *what,
             }
         }
     }
-    ap_rputs("</table>\n", r);
-
-    ap_rputs("<p>Effective send buffer at the end of each response "
-             "(bytes; a column counts the sizes above the one before, up "
-             "to its own):</p>\n", r);
-    if (!nused) {
-        ap_rputs("<p>No responses yet.</p>\n", r);
-        return;
+    ap_rprintf(r, "<table border=\"1\">\n<tr><th rowspan=\"2\">%s</th>"
+               "<th colspan=\"4\">requests by policy</th>", what);
+    for (i = SBT_F_BYTES; i < SBT_F_COUNT; i++) {
+        ap_rprintf(r, "<th rowspan=\"2\">%s</th>", sbt_fields[i].title);
     }
-    ap_rprintf(r, "<table border=\"1\">\n<tr><th>%s</th>", what);
+    if (nused) {
+        ap_rprintf(r, "<th colspan=\"%d\">responses by effective send "
+                   "buffer at their end (bytes, up to)</th>", nused);
+    }
+    ap_rputs("</tr>\n<tr>", r);
+    for (i = SBT_F_NONE; i <= SBT_F_AUTO; i++) {
+        ap_rprintf(r, "<th>%s</th>", sbt_fields[i].title);
+    }
     for (j = 0; j < SBT_HIST_BUCKETS; j++) {
         if (used[j]) {
             ap_rprintf(r, "<th>%s</th>", sbt_bucket_label(r->pool, j));
@@ -324,7 +311,12 @@ static void sbt_html_table(request_rec *r, const char *what,
     }
     ap_rputs("</tr>\n", r);
     for (i = 0; i < views->nelts; i++) {
-        sbt_html_name(r, &v[i]);
+        ap_rprintf(r, "<tr><td class=\"n\">%s%s</td>",
+                   ap_escape_html(r->pool, v[i].name),
+                   v[i].configured ? "" : " <i>(not configured now)</i>");
+        for (j = 0; j < SBT_F_COUNT; j++) {
+            ap_rprintf(r, "<td>%" APR_UINT64_T_FMT "</td>", v[i].v[j]);
+        }
         for (j = 0; j < SBT_HIST_BUCKETS; j++) {
             if (used[j]) {
                 ap_rprintf(r, "<td>%" APR_UINT64_T_FMT "</td>", v[i].hist[j]);
@@ -527,34 +519,19 @@ static int sbt_status_handler(request_rec *r)
 /** mod_status: totals and kernel limits; the detail is on our page. */
 static int sbt_mod_status_hook(request_rec *r, int flags)
 {
-    sbt_view_t total;
-    int i;
-
     if (!sbt_shm) {
         return OK;
     }
-    sbt_read_totals(r->pool, &total);
     if (flags & AP_STATUS_SHORT) {
-        for (i = 0; i < SBT_F_COUNT; i++) {
-            ap_rprintf(r, "SndbufTuneTotal%s: %" APR_UINT64_T_FMT "\n",
-                       sbt_fields[i].key, total.v[i]);
-        }
+        sbt_auto_counters(r, "SndbufTuneTotal",
+                          (const sbt_view_t *)sbt_read_totals(r->pool)->elts);
         ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_AUTO), r);
         return OK;
     }
-    ap_rputs("<hr />\n<h2>mod_sndbuf_tune</h2>\n<table border=\"1\">\n<tr>",
-             r);
-    for (i = 0; i < SBT_F_COUNT; i++) {
-        ap_rprintf(r, "<th>%s%s</th>", i <= SBT_F_AUTO ? "requests " : "",
-                   sbt_fields[i].title);
-    }
-    ap_rputs("</tr>\n<tr>", r);
-    for (i = 0; i < SBT_F_COUNT; i++) {
-        ap_rprintf(r, "<td>%" APR_UINT64_T_FMT "</td>", total.v[i]);
-    }
-    ap_rprintf(r, "</tr>\n</table>\n<p>All vhosts since %s; per vhost and "
-               "rule on a <code>SetHandler " SBT_STATUS_HANDLER "</code> "
-               "page.</p>\n",
+    ap_rputs("<hr />\n<h2>mod_sndbuf_tune</h2>\n", r);
+    sbt_html_table(r, "", sbt_read_totals(r->pool));
+    ap_rprintf(r, "<p>Since %s; per vhost and rule on a <code>SetHandler "
+               SBT_STATUS_HANDLER "</code> page.</p>\n",
                ap_ht_time(r->pool, sbt_shm->since, "%Y-%m-%d %H:%M:%S %Z", 0));
     ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_HTML), r);
     return OK;

@@ -1006,9 +1006,18 @@ sub load_gen1 {
            "$mpm: mod_status ?auto section: auto requests in all");
     check(defined $s->{SndbufTuneKernelWmemMax},
           "$mpm: mod_status ?auto section: kernel limits");
+    my $requests = 0;
+    $requests += $s->{"SndbufTuneTotalRequests$_"} // 0
+        for qw(None Unset Fixed Auto);
+    my $in_hist = 0;
+    $in_hist += $s->{$_}
+        for grep { /^SndbufTuneTotalEffective(Unknown|Above\d+|\d+)$/ } keys %$s;
+    is_num($in_hist, $requests, "$mpm: mod_status ?auto section: the "
+           . "histogram adds up to the requests");
     my (undef, undef, $shtml) = http_get('status.test', '/server-status');
-    check(index($shtml, '<h2>mod_sndbuf_tune</h2>') >= 0,
-          "$mpm: mod_status HTML page has a section");
+    check(index($shtml, '<h2>mod_sndbuf_tune</h2>') >= 0
+          && index($shtml, '<td class="n">all vhosts</td>') >= 0,
+          "$mpm: mod_status HTML page has a section, with the totals' row");
     return 1;
 }
 
