@@ -43,12 +43,22 @@ APLOG_USE_MODULE(sndbuf_tune);
  * one have closed.  BBR keeps its own minimum RTT as long. */
 #define SBT_PATH_FRESH      apr_time_from_sec(10)
 
-/* Two connections that looked at one path within this long of each other
- * share it now; the path stays shared for as long after the last such
- * pair of looks (looks come about once an RTT).  A connection whose
- * response has ended no longer counts: a keep-alive connection, idle,
- * shares nothing with the download its client opens next. */
+/* A connection shares its path while another one whose response is
+ * still under way looked at it within this long (looks come about once
+ * an RTT).  A connection whose response has ended no longer counts: a
+ * keep-alive connection, idle, or a crowd just ended shares nothing with
+ * the download its client opens next. */
 #define SBT_PATH_SHARED     apr_time_from_sec(2)
+
+/* The connections that looked last, each with its last look.  Three:
+ * when one of them leaves, another of a crowd is still there, so no
+ * member of a crowd takes itself for alone for a look. */
+#define SBT_PATH_LOOKERS    3
+
+typedef struct {
+    const void *conn;           /**< NULL: empty */
+    apr_time_t at;
+} sbt_looker_t;
 
 typedef struct {
     int family;                 /**< 0: empty */
@@ -56,11 +66,7 @@ typedef struct {
     apr_uint32_t min_rtt_us;
     /** When a connection last measured min_rtt_us or less. */
     apr_time_t seen;
-    /** The connection that looked last, and when; when two connections
-     *  last looked within SBT_PATH_SHARED of each other. */
-    const void *last_conn;
-    apr_time_t last_look;
-    apr_time_t shared_seen;
+    sbt_looker_t looker[SBT_PATH_LOOKERS];
 } sbt_path_t;
 
 static sbt_path_t *sbt_paths;
@@ -68,16 +74,31 @@ static sbt_path_t *sbt_paths;
 static apr_thread_mutex_t *sbt_paths_mutex;
 #endif
 
-/** Note that connection @a conn looked at @a p at @a now; is the path
- *  shared with another of this process's connections? */
+/** Note that connection @a conn looked at @a p at @a now (in its own
+ *  entry, else the oldest); is the path shared with another of this
+ *  process's connections? */
 static int sbt_path_shared(sbt_path_t *p, const void *conn, apr_time_t now)
 {
-    if (p->last_conn != conn && now - p->last_look <= SBT_PATH_SHARED) {
-        p->shared_seen = now;
+    sbt_looker_t *mine = NULL, *oldest = &p->looker[0];
+    int i, shared = 0;
+
+    for (i = 0; i < SBT_PATH_LOOKERS; i++) {
+        sbt_looker_t *l = &p->looker[i];
+
+        if (l->conn == conn) {
+            mine = l;
+        }
+        else if (l->conn && now - l->at <= SBT_PATH_SHARED) {
+            shared = 1;
+        }
+        if (l->at < oldest->at) {
+            oldest = l;
+        }
     }
-    p->last_conn = conn;
-    p->last_look = now;
-    return p->shared_seen && now - p->shared_seen <= SBT_PATH_SHARED;
+    mine = mine ? mine : oldest;
+    mine->conn = conn;
+    mine->at = now;
+    return shared;
 }
 
 /** Record @a own_us for @a p at @a now; the path's minimum. */
@@ -157,14 +178,17 @@ apr_uint32_t sbt_path_look(const apr_sockaddr_t *client, const void *conn,
 void sbt_path_leave(const apr_sockaddr_t *client, const void *conn)
 {
     sbt_path_t *p = sbt_path_lock(client);
+    int i;
 
     if (p == NULL) {
         return;
     }
-    /* The next connection's look pairs with no one: this one is done. */
-    if (p->last_conn == conn) {
-        p->last_conn = NULL;
-        p->last_look = 0;
+    /* This one is done: the others' next looks share nothing with it. */
+    for (i = 0; i < SBT_PATH_LOOKERS; i++) {
+        if (p->looker[i].conn == conn) {
+            p->looker[i].conn = NULL;
+            p->looker[i].at = 0;
+        }
     }
     sbt_path_unlock();
 }

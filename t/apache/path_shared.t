@@ -9,7 +9,10 @@
 #     it for shared. The module before sbt_path_leave paired B's first
 #     looks with A's last, within 2 s, and said shared=1.
 #   - C and D download at once, read in turns: some look says shared=1
-#     (the check above can fail).
+#     (the checks above and below can fail).
+#   - Right after C and D end, E downloads alone: it never took the path
+#     for shared. The module of 8c43696 kept a path shared for 2 s after
+#     the last two looks of a crowd, and said shared=1 in E's first looks.
 use strict;
 use warnings;
 use FindBin;
@@ -29,7 +32,7 @@ CONF
 $srv->start or BAIL_OUT('standalone server: ' . $srv->error);
 my $port = $srv->port;
 
-plan tests => 10;
+plan tests => 16;
 
 # The looks of the connection from client port $cport: [path, shared].
 sub looks {
@@ -45,18 +48,23 @@ sub open_download {
     return $c;
 }
 
-my $a = open_download();
-my ($len, $sha) = $a->finish_body;
-ok($len == BIG_SIZE && $sha eq BIG_SHA256, 'A: whole body');
-# httpd logs the request as its response ends, just before its pool (and
-# with it the path's note of A) goes.
-ok($srv->access_entry_for($a->local_port, 10), 'A: logged');
-my $b = open_download();
-($len, $sha) = $b->finish_body;
-ok($len == BIG_SIZE && $sha eq BIG_SHA256, 'B: whole body');
-$srv->access_entry_for($b->local_port, 10);
-my @b = looks($b->local_port);
-note(scalar(@b) . ' looks of B; shared=1 in ' . grep { $_->[1] } @b);
+# One download, alone and read whole, on a new connection named $name,
+# left open; returns the connection and its looks.
+sub alone {
+    my $name = shift;
+    my $c = open_download();
+    my ($len, $sha) = $c->finish_body;
+    ok($len == BIG_SIZE && $sha eq BIG_SHA256, "$name: whole body");
+    # httpd logs the request as its response ends, just before its pool
+    # (and with it the path's note of this connection) goes.
+    ok($srv->access_entry_for($c->local_port, 10), "$name: logged");
+    my @l = looks($c->local_port);
+    note(scalar(@l) . " looks of $name; shared=1 in " . grep { $_->[1] } @l);
+    return ($c, @l);
+}
+
+my ($a) = alone('A');
+my ($b, @b) = alone('B');
 ok((grep { $_->[0] } @b), 'B looked at its path (path= its minimum RTT)');
 is(scalar(grep { $_->[1] } @b), 0,
    'B never took the path for shared: A, open but idle, shares nothing');
@@ -69,4 +77,10 @@ $_->finish_body for $c, $d;
 $srv->access_entry_for($_->local_port, 10) for $c, $d;
 my @cd = map { looks($_->local_port) } $c, $d;
 ok((grep { $_->[1] } @cd), 'C and D, under way at once, shared the path');
-$_->close for $a, $b, $c, $d;
+
+my ($e, @e) = alone('E');
+ok(scalar(@e), 'E looked');
+is(scalar(grep { $_->[1] } @e), 0,
+   'E, alone right after the crowd of C and D, never took the path for '
+   . 'shared');
+$_->close for $a, $b, $c, $d, $e;
