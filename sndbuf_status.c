@@ -24,10 +24,8 @@
  * vhost and rule of the configuration is mapped by that name to its
  * slot, which this file keeps in a map of its own, by server_rec and
  * by rule: the configuration's structures stay the configuration's.  A
- * name the table does not know yet takes a free slot, else the slot
- * longest absent from the configuration, else "(other)".  A graceful
- * restart therefore keeps the counters of every vhost and rule that is
- * still configured, whatever order they now come in.
+ * graceful restart keeps the counters of every vhost and rule that is
+ * still configured, whatever order they now come in (sbt_map_table).
  *
  * Concurrency.  Only the parent writes names, between generations;
  * children (and their threads) only add to counters, with lock-free
@@ -58,34 +56,26 @@ APLOG_USE_MODULE(sndbuf_tune);
 sbt_shm_t *sbt_shm;
 apr_uint32_t sbt_my_gen;
 
-/* This configuration's slot numbers: server_rec -> vhost slot, rule
- * (sbt_network_t) -> rule slot.  Built in post_config, in pconf, before
+/** A vhost (server_rec) or rule (sbt_network_t) of this configuration,
+ *  the name of its slot, and the slot. */
+typedef struct {
+    const void *obj;
+    const char *name;
+    int slot;
+} sbt_named_t;
+
+/* This configuration's vhosts and rules (sbt_named_t), keyed by the
+ * bytes of their obj pointer.  Built in post_config, in pconf, before
  * the children fork; they only read them. */
 static apr_hash_t *sbt_vhost_slots;
 static apr_hash_t *sbt_rule_slots;
 
-/** A map entry, keyed by the bytes of its own @a obj pointer. */
-typedef struct {
-    const void *obj;
-    int slot;
-} sbt_slot_ref_t;
-
-static void sbt_slot_put(apr_hash_t *h, const void *obj, int slot)
-{
-    sbt_slot_ref_t *ref = apr_palloc(apr_hash_pool_get(h), sizeof(*ref));
-
-    ref->obj = obj;
-    ref->slot = slot;
-    apr_hash_set(h, &ref->obj, sizeof(ref->obj), ref);
-}
-
 /** The slot of @a obj; -1 if this configuration has none for it. */
 static int sbt_slot_of(apr_hash_t *h, const void *obj)
 {
-    const sbt_slot_ref_t *ref = h ? apr_hash_get(h, &obj, sizeof(obj))
-                                  : NULL;
+    const sbt_named_t *e = h ? apr_hash_get(h, &obj, sizeof(obj)) : NULL;
 
-    return ref ? ref->slot : -1;
+    return e ? e->slot : -1;
 }
 
 /** The histogram bucket of an effective size (-1: unknown). */
@@ -102,6 +92,14 @@ static int sbt_bucket(int effective)
     return shift - SBT_HIST_FIRST_SHIFT;
 }
 
+/** Add @a n, if any: an atomic add is a locked bus cycle. */
+static void sbt_add(apr_uint64_t *counter, apr_int64_t n)
+{
+    if (n > 0) {
+        apr_atomic_add64(counter, (apr_uint64_t)n);
+    }
+}
+
 static void sbt_count(sbt_slot_t *table, int slot, const sbt_outcome_t *o)
 {
     sbt_counters_t *c;
@@ -110,23 +108,13 @@ static void sbt_count(sbt_slot_t *table, int slot, const sbt_outcome_t *o)
         return;
     }
     c = &table[slot].c;
-    apr_atomic_add64(&c->v[SBT_F_NONE + o->policy], 1);
-    if (o->bytes_sent > 0) {
-        apr_atomic_add64(&c->v[SBT_F_BYTES], (apr_uint64_t)o->bytes_sent);
-    }
-    if (o->sndbuf_limited) {
-        apr_atomic_add64(&c->v[SBT_F_LIMITED], 1);
-    }
-    if (o->clamped) {
-        apr_atomic_add64(&c->v[SBT_F_CLAMPED], 1);
-    }
-    if (o->failures > 0) {
-        apr_atomic_add64(&c->v[SBT_F_FAILURES], (apr_uint64_t)o->failures);
-    }
-    apr_atomic_add64(&c->hist[sbt_bucket(o->effective)], 1);
-    if (o->effective >= 0) {
-        apr_atomic_add64(&c->hist_sum, (apr_uint64_t)o->effective);
-    }
+    sbt_add(&c->v[SBT_F_NONE + o->policy], 1);
+    sbt_add(&c->v[SBT_F_BYTES], o->bytes_sent);
+    sbt_add(&c->v[SBT_F_LIMITED], o->sndbuf_limited);
+    sbt_add(&c->v[SBT_F_CLAMPED], o->clamped);
+    sbt_add(&c->v[SBT_F_FAILURES], o->failures);
+    sbt_add(&c->hist[sbt_bucket(o->effective)], 1);
+    sbt_add(&c->hist_sum, o->effective);
 }
 
 void sbt_status_record(const sbt_outcome_t *o)
@@ -209,117 +197,78 @@ static const char *sbt_slot_name(apr_pool_t *p, const char *name)
                         name, (apr_uint64_t)sbt_hash(name, len));
 }
 
-/** Maps the names of one configuration onto one table. */
-typedef struct {
-    sbt_slot_t *table;
-    apr_uint32_t gen;
-    apr_pool_t *p;
-    /** Stored name -> its slot (int *), for the names in the table. */
-    apr_hash_t *slots;
-    /** Names of this configuration the table did not have. */
-    apr_array_header_t *missing;
-    apr_hash_t *missing_set;
-    /** No free or reclaimable slot is left. */
-    int full;
-    /** Names sent to "(other)". */
-    int overflow;
-} sbt_map_t;
-
-static void sbt_map_set(sbt_map_t *m, const char *name, int slot)
-{
-    int *n = apr_palloc(m->p, sizeof(*n));
-
-    *n = slot;
-    apr_hash_set(m->slots, name, APR_HASH_KEY_STRING, n);
-}
-
-static void sbt_map_begin(sbt_map_t *m, sbt_slot_t *table,
-                          apr_uint32_t gen, apr_pool_t *p)
-{
-    int i;
-
-    m->table = table;
-    m->gen = gen;
-    m->p = p;
-    m->slots = apr_hash_make(p);
-    m->missing = apr_array_make(p, 8, sizeof(const char *));
-    m->missing_set = apr_hash_make(p);
-    m->full = 0;
-    m->overflow = 0;
-    for (i = 0; i < SBT_STATUS_SLOTS; i++) {
-        if (table[i].seen_gen) {
-            sbt_map_set(m, apr_pstrdup(p, table[i].name), i);
-        }
-    }
-}
-
-/** First pass: @a name is part of this configuration. */
-static void sbt_map_want(sbt_map_t *m, const char *name)
-{
-    int *n = apr_hash_get(m->slots, name, APR_HASH_KEY_STRING);
-
-    if (n) {
-        m->table[*n].seen_gen = m->gen;
-    }
-    else if (!apr_hash_get(m->missing_set, name, APR_HASH_KEY_STRING)) {
-        apr_hash_set(m->missing_set, name, APR_HASH_KEY_STRING, name);
-        *(const char **)apr_array_push(m->missing) = name;
-    }
-}
-
-/** A free slot, else the one longest absent from the configuration;
- *  -1 if every slot is in use by this configuration. */
-static int sbt_map_free_slot(sbt_map_t *m)
+/** A free slot of @a table, else the one longest absent from the
+ *  configuration; -1 if configuration @a gen uses every slot. */
+static int sbt_free_slot(const sbt_slot_t *table, apr_uint32_t gen)
 {
     int i, best = -1;
 
     for (i = 0; i < SBT_STATUS_SLOTS; i++) {
-        apr_uint32_t seen = m->table[i].seen_gen;
-
-        if (seen == 0) {
+        if (table[i].seen_gen == 0) {
             return i;
         }
-        if (seen != m->gen
-            && (best < 0 || seen < m->table[best].seen_gen)) {
+        if (table[i].seen_gen != gen
+            && (best < 0 || table[i].seen_gen < table[best].seen_gen)) {
             best = i;
         }
     }
     return best;
 }
 
-/** Second pass, once every wanted name is marked: give the new names
- *  their slots.  A reclaimed slot starts from zero; an old-generation
- *  child still finishing a request of the departed name may add that
- *  request to it. */
-static void sbt_map_place(sbt_map_t *m)
+/**
+ * Give each of @a all (in pconf) a slot of @a table; returns the map
+ * from each one's object to it, in @a pconf.  Names the table has keep
+ * their slots; then each new name, in configuration order, takes a free
+ * slot, else the one longest absent (zeroed: an old-generation child
+ * still ending a request of the departed name may add it there), else
+ * "(other)", counted in @a overflow.  Objects of one name (IP-based
+ * vhosts with one ServerName and port) share its slot.
+ */
+static apr_hash_t *sbt_map_table(sbt_slot_t *table, apr_uint32_t gen,
+                                 apr_array_header_t *all,
+                                 apr_pool_t *pconf, apr_pool_t *ptemp,
+                                 int *overflow)
 {
-    const char **names = (const char **)m->missing->elts;
+    sbt_named_t *e = (sbt_named_t *)all->elts;
+    /* name -> its slot; a copy of the table's names, which a reclaimed
+     * slot overwrites */
+    apr_hash_t *by_name = apr_hash_make(ptemp);
+    apr_hash_t *slots = apr_hash_make(pconf);
+    sbt_slot_t *t;
     int i, slot;
 
-    for (i = 0; i < m->missing->nelts; i++) {
-        if (m->full || (slot = sbt_map_free_slot(m)) < 0) {
-            m->full = 1;
-            m->overflow++;
+    for (i = 0; i < SBT_STATUS_SLOTS; i++) {
+        if (table[i].seen_gen) {
+            apr_hash_set(by_name, apr_pstrdup(ptemp, table[i].name),
+                         APR_HASH_KEY_STRING, &table[i]);
+        }
+    }
+    for (i = 0; i < all->nelts; i++) {
+        if ((t = apr_hash_get(by_name, e[i].name, APR_HASH_KEY_STRING))) {
+            t->seen_gen = gen;
+        }
+    }
+    for (i = 0; i < all->nelts; i++) {
+        if (apr_hash_get(by_name, e[i].name, APR_HASH_KEY_STRING)) {
             continue;
         }
-        memset(&m->table[slot].c, 0, sizeof(m->table[slot].c));
-        memset(m->table[slot].name, 0, sizeof(m->table[slot].name));
-        apr_cpystrn(m->table[slot].name, names[i], SBT_NAME_LEN);
-        m->table[slot].seen_gen = m->gen;
-        sbt_map_set(m, names[i], slot);
+        if ((slot = sbt_free_slot(table, gen)) < 0) {
+            slot = SBT_STATUS_OTHER;
+            ++*overflow;
+        }
+        else {
+            memset(&table[slot], 0, sizeof(table[slot]));
+            apr_cpystrn(table[slot].name, e[i].name, SBT_NAME_LEN);
+        }
+        table[slot].seen_gen = gen;
+        apr_hash_set(by_name, e[i].name, APR_HASH_KEY_STRING, &table[slot]);
     }
-}
-
-/** Last pass: the slot of @a name, "(other)" if it found none. */
-static int sbt_map_slot(sbt_map_t *m, const char *name)
-{
-    int *n = apr_hash_get(m->slots, name, APR_HASH_KEY_STRING);
-
-    if (n) {
-        return *n;
+    for (i = 0; i < all->nelts; i++) {
+        t = apr_hash_get(by_name, e[i].name, APR_HASH_KEY_STRING);
+        e[i].slot = (int)(t - table);
+        apr_hash_set(slots, &e[i].obj, sizeof(e[i].obj), &e[i]);
     }
-    m->table[SBT_STATUS_OTHER].seen_gen = m->gen;
-    return SBT_STATUS_OTHER;
+    return slots;
 }
 
 /** "ServerName:port": the port of ServerName, else of the vhost's
@@ -337,107 +286,83 @@ static const char *sbt_vhost_name(apr_pool_t *p, const server_rec *s)
                                  : host);
 }
 
-static sbt_srv_conf_t *sbt_srv_conf(server_rec *s)
-{
-    return ap_get_module_config(s->module_config, &sndbuf_tune_module);
-}
-
 /** Every server of the configuration in the order it was written: the
- *  main server, then the vhosts (core prepends each to the list). */
-static apr_array_header_t *sbt_servers(apr_pool_t *p, server_rec *main_s)
+ *  main server, then the vhosts, which core prepends to its list. */
+static apr_array_header_t *sbt_vhosts(apr_pool_t *p, server_rec *main_s)
 {
-    apr_array_header_t *vhosts = apr_array_make(p, 16, sizeof(server_rec *));
-    apr_array_header_t *all = apr_array_make(p, 16, sizeof(server_rec *));
+    apr_array_header_t *all = apr_array_make(p, 16, sizeof(sbt_named_t));
+    sbt_named_t *e;
     server_rec *s;
     int i;
 
-    for (s = main_s->next; s; s = s->next) {
-        *(server_rec **)apr_array_push(vhosts) = s;
+    for (s = main_s; s; s = s->next) {
+        e = apr_array_push(all);
+        e->obj = s;
+        e->name = sbt_vhost_name(p, s);
     }
-    *(server_rec **)apr_array_push(all) = main_s;
-    for (i = vhosts->nelts - 1; i >= 0; i--) {
-        *(server_rec **)apr_array_push(all) =
-            ((server_rec **)vhosts->elts)[i];
+    e = (sbt_named_t *)all->elts;
+    for (i = 1; i < all->nelts - i; i++) {
+        sbt_named_t last = e[all->nelts - i];
+
+        e[all->nelts - i] = e[i];
+        e[i] = last;
     }
     return all;
 }
 
-/** Every rule of the configuration, once: the vhosts' own, and the
- *  main server's, which the vhosts share. */
-static apr_array_header_t *sbt_all_rules(apr_pool_t *p,
-                                         apr_array_header_t *servers)
+/** Every rule of the configuration, once: each server's own, the main
+ *  server's (which the vhosts share, not copy) among them. */
+static apr_array_header_t *sbt_rules(apr_pool_t *p,
+                                     const apr_array_header_t *vhosts)
 {
-    apr_array_header_t *all = apr_array_make(p, 16, sizeof(sbt_network_t *));
+    apr_array_header_t *all = apr_array_make(p, 16, sizeof(sbt_named_t));
+    const sbt_named_t *v = (const sbt_named_t *)vhosts->elts;
     int i, j;
 
-    for (i = 0; i < servers->nelts; i++) {
-        const sbt_srv_conf_t *sc = sbt_srv_conf(((server_rec **)servers->elts)[i]);
-        const apr_array_header_t *own;
+    for (i = 0; i < vhosts->nelts; i++) {
+        const server_rec *s = v[i].obj;
+        const sbt_srv_conf_t *sc = ap_get_module_config(s->module_config,
+                                                        &sndbuf_tune_module);
+        const apr_array_header_t *own = sc->rules ? sbt_rules_all(sc->rules)
+                                                  : NULL;
 
-        if (!sc->rules) {
-            continue;
-        }
-        own = sbt_rules_all(sc->rules);
-        for (j = 0; j < own->nelts; j++) {
-            *(const sbt_network_t **)apr_array_push(all) =
-                ((const sbt_network_t **)own->elts)[j];
+        for (j = 0; own && j < own->nelts; j++) {
+            const sbt_network_t *rule = ((const sbt_network_t **)own->elts)[j];
+            sbt_named_t *e = apr_array_push(all);
+
+            e->obj = rule;
+            e->name = sbt_slot_name(p, rule->tune.rule);
         }
     }
     return all;
 }
 
-static void sbt_map_all(apr_array_header_t *servers, apr_uint32_t gen,
-                        apr_pool_t *pconf, apr_pool_t *ptemp,
-                        server_rec *main_s)
+static void sbt_map_all(server_rec *main_s, apr_uint32_t gen,
+                        apr_pool_t *pconf, apr_pool_t *ptemp)
 {
-    server_rec **sv = (server_rec **)servers->elts;
-    apr_array_header_t *rules = sbt_all_rules(ptemp, servers);
-    const sbt_network_t **nets = (const sbt_network_t **)rules->elts;
-    sbt_map_t vm, rm;
-    int i;
+    apr_array_header_t *vhosts = sbt_vhosts(pconf, main_s);
+    int vover = 0, rover = 0;
 
-    /* Vhosts.  A name shared by several server_recs (IP-based vhosts
-     * with one ServerName and port) shares their slot. */
-    sbt_map_begin(&vm, sbt_shm->vhost, gen, ptemp);
-    for (i = 0; i < servers->nelts; i++) {
-        sbt_map_want(&vm, sbt_vhost_name(ptemp, sv[i]));
-    }
-    sbt_map_place(&vm);
-    sbt_vhost_slots = apr_hash_make(pconf);
-    for (i = 0; i < servers->nelts; i++) {
-        sbt_slot_put(sbt_vhost_slots, sv[i],
-                     sbt_map_slot(&vm, sbt_vhost_name(ptemp, sv[i])));
-    }
-
-    sbt_map_begin(&rm, sbt_shm->rule, gen, ptemp);
-    for (i = 0; i < rules->nelts; i++) {
-        sbt_map_want(&rm, sbt_slot_name(ptemp, nets[i]->tune.rule));
-    }
-    sbt_map_place(&rm);
-    sbt_rule_slots = apr_hash_make(pconf);
-    for (i = 0; i < rules->nelts; i++) {
-        const char *name = sbt_slot_name(ptemp, nets[i]->tune.rule);
-
-        sbt_slot_put(sbt_rule_slots, nets[i], sbt_map_slot(&rm, name));
-    }
-
-    if (vm.overflow || rm.overflow) {
+    sbt_vhost_slots = sbt_map_table(sbt_shm->vhost, gen, vhosts, pconf,
+                                    ptemp, &vover);
+    sbt_rule_slots = sbt_map_table(sbt_shm->rule, gen,
+                                   sbt_rules(pconf, vhosts), pconf, ptemp,
+                                   &rover);
+    if (vover || rover) {
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, main_s,
                      "status page: %d vhost name(s) and %d SndbufTuneNetwork "
                      "rule(s) found none of the %d slots free and are "
                      "counted together as \"" SBT_STATUS_OTHER_NAME "\"",
-                     vm.overflow, rm.overflow, SBT_STATUS_SLOTS);
+                     vover, rover, SBT_STATUS_SLOTS);
     }
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, main_s,
                  "status page: counters generation %u, %d server(s)",
-                 gen, servers->nelts);
+                 gen, vhosts->nelts);
 }
 
 static int sbt_status_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                                   apr_pool_t *ptemp, server_rec *s)
 {
-    apr_array_header_t *servers = sbt_servers(ptemp, s);
-
     (void)plog;
     /* Statics outlive nothing: a restart reloads this module. */
     sbt_shm = NULL;
@@ -445,14 +370,11 @@ static int sbt_status_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     sbt_vhost_slots = sbt_rule_slots = NULL;
     /* The preflight pass serves nothing; before the second one the
      * parent may still detach (fork) itself. */
-    if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
-        return OK;
+    if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG
+        && (sbt_shm = sbt_shm_attach(s)) != NULL) {
+        sbt_my_gen = ++sbt_shm->generation;
+        sbt_map_all(s, sbt_my_gen, pconf, ptemp);
     }
-    if ((sbt_shm = sbt_shm_attach(s)) == NULL) {
-        return OK;
-    }
-    sbt_my_gen = ++sbt_shm->generation;
-    sbt_map_all(servers, sbt_my_gen, pconf, ptemp, s);
     return OK;
 }
 

@@ -51,14 +51,8 @@
 
 /* The counters of a slot.  The first four are indexed by sbt_policy_e. */
 enum {
-    SBT_F_NONE,
-    SBT_F_UNSET,
-    SBT_F_FIXED,
-    SBT_F_AUTO,
-    SBT_F_BYTES,
-    SBT_F_LIMITED,
-    SBT_F_CLAMPED,
-    SBT_F_FAILURES,
+    SBT_F_NONE, SBT_F_UNSET, SBT_F_FIXED, SBT_F_AUTO,
+    SBT_F_BYTES, SBT_F_LIMITED, SBT_F_CLAMPED, SBT_F_FAILURES,
     SBT_F_COUNT
 };
 

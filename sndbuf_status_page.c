@@ -66,10 +66,11 @@ typedef struct {
     const char *name;
     /** Named by the configuration of the process that serves the page. */
     int configured;
-    apr_uint64_t v[SBT_F_COUNT];
-    apr_uint64_t hist[SBT_HIST_BUCKETS];
-    apr_uint64_t hist_sum;
+    sbt_counters_t c;
 } sbt_view_t;
+
+/* The counters as 64-bit words, to read and add them all alike. */
+#define SBT_WORDS (sizeof(sbt_counters_t) / sizeof(apr_uint64_t))
 
 /** Length of the well-formed UTF-8 sequence at @a s, 0 if there is
  *  none.  The lead byte gives the length and, after E0, ED, F0 and F4,
@@ -144,13 +145,10 @@ static void sbt_read_slot(apr_pool_t *p, sbt_slot_t *s, int slot,
     v->name = slot == SBT_STATUS_OTHER ? SBT_STATUS_OTHER_NAME
                                        : sbt_show_name(p, name);
     v->configured = s->seen_gen == sbt_my_gen;
-    for (i = 0; i < SBT_F_COUNT; i++) {
-        v->v[i] = apr_atomic_read64(&s->c.v[i]);
+    for (i = 0; i < (int)SBT_WORDS; i++) {
+        ((apr_uint64_t *)&v->c)[i] =
+            apr_atomic_read64(&((apr_uint64_t *)&s->c)[i]);
     }
-    for (i = 0; i < SBT_HIST_BUCKETS; i++) {
-        v->hist[i] = apr_atomic_read64(&s->c.hist[i]);
-    }
-    v->hist_sum = apr_atomic_read64(&s->c.hist_sum);
 }
 
 /** The slots in use in @a table: named ones, and "(other)" if anything
@@ -168,8 +166,8 @@ static apr_array_header_t *sbt_read_table(apr_pool_t *p, sbt_slot_t *table)
         }
         v = apr_array_push(views);
         sbt_read_slot(p, &table[i], i, v);
-        if (!table[i].seen_gen && !v->v[SBT_F_NONE] && !v->v[SBT_F_UNSET]
-            && !v->v[SBT_F_FIXED] && !v->v[SBT_F_AUTO]) {
+        if (!table[i].seen_gen && !v->c.v[SBT_F_NONE] && !v->c.v[SBT_F_UNSET]
+            && !v->c.v[SBT_F_FIXED] && !v->c.v[SBT_F_AUTO]) {
             apr_array_pop(views);
         }
     }
@@ -190,13 +188,9 @@ static apr_array_header_t *sbt_read_totals(apr_pool_t *p)
     total->name = "all vhosts";
     total->configured = 1;
     for (i = 0; i < views->nelts; i++) {
-        for (j = 0; j < SBT_F_COUNT; j++) {
-            total->v[j] += v[i].v[j];
+        for (j = 0; j < (int)SBT_WORDS; j++) {
+            ((apr_uint64_t *)&total->c)[j] += ((apr_uint64_t *)&v[i].c)[j];
         }
-        for (j = 0; j < SBT_HIST_BUCKETS; j++) {
-            total->hist[j] += v[i].hist[j];
-        }
-        total->hist_sum += v[i].hist_sum;
     }
     return one;
 }
@@ -212,17 +206,17 @@ static void sbt_auto_counters(request_rec *r, const char *prefix,
 
     for (i = 0; i < SBT_F_COUNT; i++) {
         ap_rprintf(r, "%s%s: %" APR_UINT64_T_FMT "\n", prefix,
-                   sbt_fields[i].key, v->v[i]);
+                   sbt_fields[i].key, v->c.v[i]);
     }
     ap_rprintf(r, "%sEffectiveUnknown: %" APR_UINT64_T_FMT "\n", prefix,
-               v->hist[SBT_HIST_UNKNOWN]);
+               v->c.hist[SBT_HIST_UNKNOWN]);
     for (i = 0; i < SBT_HIST_SIZES - 1; i++) {
         ap_rprintf(r, "%sEffective%" APR_UINT64_T_FMT ": %" APR_UINT64_T_FMT
-                   "\n", prefix, sbt_bucket_bound(i), v->hist[i]);
+                   "\n", prefix, sbt_bucket_bound(i), v->c.hist[i]);
     }
     ap_rprintf(r, "%sEffectiveAbove%" APR_UINT64_T_FMT ": %" APR_UINT64_T_FMT
                "\n%sEffectiveSum: %" APR_UINT64_T_FMT "\n", prefix,
-               sbt_bucket_bound(i - 1), v->hist[i], prefix, v->hist_sum);
+               sbt_bucket_bound(i - 1), v->c.hist[i], prefix, v->c.hist_sum);
 }
 
 static void sbt_auto_table(request_rec *r, const char *what,
@@ -236,18 +230,17 @@ static void sbt_auto_table(request_rec *r, const char *what,
         const char *prefix = apr_psprintf(r->pool, "SndbufTune%s[%d]", what,
                                           v[i].slot);
 
-        ap_rprintf(r, "%sName: %s\n", prefix, v[i].name);
-        ap_rprintf(r, "%sConfigured: %d\n", prefix, v[i].configured);
+        ap_rprintf(r, "%sName: %s\n%sConfigured: %d\n", prefix, v[i].name,
+                   prefix, v[i].configured);
         sbt_auto_counters(r, prefix, &v[i]);
     }
 }
 
 static void sbt_page_auto(request_rec *r)
 {
-    ap_rprintf(r, "SndbufTuneGeneration: %u\n", sbt_my_gen);
-    ap_rprintf(r, "SndbufTuneCountersSince: %" APR_TIME_T_FMT "\n",
-               apr_time_sec(sbt_shm->since));
-    ap_rprintf(r, "SndbufTuneSlots: %d\n", SBT_STATUS_SLOTS);
+    ap_rprintf(r, "SndbufTuneGeneration: %u\nSndbufTuneCountersSince: %"
+               APR_TIME_T_FMT "\nSndbufTuneSlots: %d\n", sbt_my_gen,
+               apr_time_sec(sbt_shm->since), SBT_STATUS_SLOTS);
     ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_AUTO), r);
     sbt_auto_table(r, "Vhost", sbt_shm->vhost);
     sbt_auto_table(r, "Network", sbt_shm->rule);
@@ -285,7 +278,7 @@ static void sbt_html_table(request_rec *r, const char *what,
     }
     for (i = 0; i < views->nelts; i++) {
         for (j = 0; j < SBT_HIST_BUCKETS; j++) {
-            if (v[i].hist[j] && !used[j]) {
+            if (v[i].c.hist[j] && !used[j]) {
                 used[j] = 1;
                 nused++;
             }
@@ -315,11 +308,12 @@ static void sbt_html_table(request_rec *r, const char *what,
                    ap_escape_html(r->pool, v[i].name),
                    v[i].configured ? "" : " <i>(not configured now)</i>");
         for (j = 0; j < SBT_F_COUNT; j++) {
-            ap_rprintf(r, "<td>%" APR_UINT64_T_FMT "</td>", v[i].v[j]);
+            ap_rprintf(r, "<td>%" APR_UINT64_T_FMT "</td>", v[i].c.v[j]);
         }
         for (j = 0; j < SBT_HIST_BUCKETS; j++) {
             if (used[j]) {
-                ap_rprintf(r, "<td>%" APR_UINT64_T_FMT "</td>", v[i].hist[j]);
+                ap_rprintf(r, "<td>%" APR_UINT64_T_FMT "</td>",
+                           v[i].c.hist[j]);
             }
         }
         ap_rputs("</tr>\n", r);
@@ -409,7 +403,7 @@ static void sbt_prom_table(request_rec *r, const char *what,
         for (j = SBT_F_NONE; j <= SBT_F_AUTO; j++) {
             ap_rprintf(r, "sndbuf_tune_%s{%s,policy=\"%s\"} %"
                        APR_UINT64_T_FMT "\n", m, label[i], sbt_fields[j].title,
-                       v[i].v[j]);
+                       v[i].c.v[j]);
         }
     }
     for (j = SBT_F_BYTES; j < SBT_F_COUNT; j++) {
@@ -417,7 +411,7 @@ static void sbt_prom_table(request_rec *r, const char *what,
         sbt_prom_head(r, m, "counter", sbt_fields[j].help);
         for (i = 0; i < views->nelts; i++) {
             ap_rprintf(r, "sndbuf_tune_%s{%s} %" APR_UINT64_T_FMT "\n", m,
-                       label[i], v[i].v[j]);
+                       label[i], v[i].c.v[j]);
         }
     }
     m = apr_pstrcat(r->pool, what, "_effective_sndbuf_bytes", NULL);
@@ -427,7 +421,7 @@ static void sbt_prom_table(request_rec *r, const char *what,
         apr_uint64_t count = 0;
 
         for (j = 0; j < SBT_HIST_SIZES; j++) {
-            count += v[i].hist[j];
+            count += v[i].c.hist[j];
             ap_rprintf(r, "sndbuf_tune_%s_bucket{%s,le=\"%s\"} %"
                        APR_UINT64_T_FMT "\n", m, label[i],
                        j < SBT_HIST_SIZES - 1
@@ -436,14 +430,14 @@ static void sbt_prom_table(request_rec *r, const char *what,
         }
         ap_rprintf(r, "sndbuf_tune_%s_sum{%s} %" APR_UINT64_T_FMT "\n"
                    "sndbuf_tune_%s_count{%s} %" APR_UINT64_T_FMT "\n",
-                   m, label[i], v[i].hist_sum, m, label[i], count);
+                   m, label[i], v[i].c.hist_sum, m, label[i], count);
     }
     m = apr_pstrcat(r->pool, what, "_effective_sndbuf_unknown_total", NULL);
     sbt_prom_head(r, m, "counter", "Responses the histogram leaves out: no "
                   "policy applied, or no socket to ask.");
     for (i = 0; i < views->nelts; i++) {
         ap_rprintf(r, "sndbuf_tune_%s{%s} %" APR_UINT64_T_FMT "\n", m,
-                   label[i], v[i].hist[SBT_HIST_UNKNOWN]);
+                   label[i], v[i].c.hist[SBT_HIST_UNKNOWN]);
     }
 }
 
@@ -463,21 +457,17 @@ static void sbt_page_metrics(request_rec *r)
 /* Handler and mod_status section                                   */
 /* ---------------------------------------------------------------- */
 
-/** @a word among the &- or ;-separated words of the query string. */
-static int sbt_has_arg(const char *args, const char *word)
+/** Is @a word, alone or as word=..., one of the &- or ;-separated
+ *  words of the query string @a args? */
+static int sbt_has_arg(apr_pool_t *p, const char *args, const char *word)
 {
     apr_size_t len = strlen(word);
-    const char *a = args;
+    char *last, *a = apr_pstrdup(p, args ? args : "");
 
-    while (a && *a) {
-        apr_size_t n = strcspn(a, "&;");
-
-        if (!strncasecmp(a, word, len) && (n == len || a[len] == '=')) {
+    for (a = apr_strtok(a, "&;", &last); a;
+         a = apr_strtok(NULL, "&;", &last)) {
+        if (!strncasecmp(a, word, len) && (!a[len] || a[len] == '=')) {
             return 1;
-        }
-        a += n;
-        if (*a) {
-            a++;
         }
     }
     return 0;
@@ -505,7 +495,7 @@ static int sbt_status_handler(request_rec *r)
         page = sbt_page_metrics;
         type = "text/plain; version=0.0.4; charset=utf-8";
     }
-    else if (sbt_has_arg(r->args, "auto")) {
+    else if (sbt_has_arg(r->pool, r->args, "auto")) {
         page = sbt_page_auto;
         type = "text/plain; charset=utf-8";
     }
