@@ -236,15 +236,11 @@ sub run {
              . "the order rotating: each figure is the rounds' median, "
              . "`x` the median of the rounds' own ratios." : '')
         . "\n";
+    # One table per condition (issue 20), its rows profile x path, so
+    # the three machines stand side by side; the traces have one of
+    # their own.
+    my (%rows, @order);
     for my $profile (@PROFILES) {
-        push @section, "\n### Profile `$profile->{name}` (cc $profile->{cc}"
-            . ($profile->{wmem_max} ? ", wmem_max $profile->{wmem_max}" : '')
-            . ")\n\n| path | condition | unset Mbit/s | auto x | autobw x "
-            . "| srtt ms unset/auto/autobw | rtx % unset/auto/autobw "
-            . "| peak tb KiB unset/auto/autobw "
-            . "| buffer-limited ms unset/auto/autobw "
-            . "| re-tunes auto/autobw (most in a round) |\n"
-            . "|---|---|---|---|---|---|---|---|---|---|\n";
         for my $p (@PATHS, _trace_paths()) {
             for my $cond ($p->{trace} ? $CONDITIONS[0] : @CONDITIONS) {
                 next unless _keep($ctx, $profile->{name}, $p->{name},
@@ -268,8 +264,14 @@ sub run {
                     join ' / ', map { defined $r->{$_}{$k}
                         ? sprintf($fmt, $r->{$_}{$k} * ($m // 1)) : 'n/a' }
                         qw(unset auto autobw) };
-                push @section, sprintf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-                    $p->{name}, $cond->{name},
+                my $table = $p->{trace} ? 'cellular traces, alone'
+                                        : $cond->{name};
+                push @order, $table unless $rows{$table};
+                push @{ $rows{$table} }, sprintf
+                    "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                    "$profile->{name} ($profile->{cc}"
+                    . ($profile->{wmem_max} ? ", $profile->{wmem_max}" : '')
+                    . ')', $p->{name},
                     defined $u ? sprintf('%.2f', $u / 1e6) : 'n/a',
                     map({ defined $x{$_} ? sprintf('%.2f', $x{$_}) : 'n/a' }
                         qw(auto autobw)),
@@ -297,6 +299,15 @@ sub run {
                 }
             }
         }
+    }
+    for my $table (@order) {
+        push @section, "\n### $table\n\n| profile (cc, wmem_max) | path "
+            . "| unset Mbit/s | auto x | autobw x "
+            . "| srtt ms unset/auto/autobw | rtx % unset/auto/autobw "
+            . "| peak tb KiB unset/auto/autobw "
+            . "| buffer-limited ms unset/auto/autobw "
+            . "| re-tunes auto/autobw (most in a round) |\n"
+            . "|---|---|---|---|---|---|---|---|---|---|\n", @{ $rows{$table} };
     }
     return { section => join('', @section), targets => \@targets };
 }
