@@ -200,7 +200,8 @@ sub _median_round {
 sub _fmt { defined $_[0] ? sprintf('%.3f', $_[0]) : 'n/a' }
 
 # --cells: names (a cell is kept when its profile, path and condition
-# are all among them) and whole cells (profile/path/condition).
+# are all among them) and whole cells (profile/path/condition). A name
+# may hold a slash itself ("queue 1/4 BDP").
 sub _keep {
     my ($ctx, @names) = @_;
     my $cells = $ctx->{cells} // ($ctx->{opt} || {})->{cells};
@@ -208,7 +209,7 @@ sub _keep {
     my @k = split /,/, $cells;
     my $cell = join '/', @names;
     return 1 if grep { $_ eq $cell } @k;
-    my %k = map { $_ => 1 } grep { !m{/} } @k;
+    my %k = map { $_ => 1 } @k;
     return %k && !grep { !$k{$_} } @names;
 }
 
