@@ -1,16 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * sndbuf_parse.c: the parsers of the directives' values (sizes, rates,
- * networks, limits, policies) and the byte helpers the matching code
- * shares with them (prefix mask, hash), kept free of httpd and APR so
- * that fuzz/fuzz_parsers.c and fuzz/parse_cases.c link this file alone.
+ * sndbuf_parse.c: the parsers of the directives' values, and the prefix
+ * mask and hash the rules share with them.
  *
- * Syntax is checked before range, so a value that is both malformed and
- * too large is reported as malformed: fixing the form comes first.
- * Characters are classified by hand rather than with <ctype.h>, whose
- * answers depend on the locale httpd happens to run under (in a Turkish
- * locale tolower('I') is not 'i').
+ * Syntax is checked before range: fixing the form comes first.  Characters
+ * are classified by hand, not with <ctype.h>, whose answers depend on the
+ * locale httpd runs under (in a Turkish locale tolower('I') is not 'i').
  */
 
 /* inet_pton and inet_ntop are POSIX, not C99: ask for them when the
@@ -25,11 +21,7 @@
 
 #include "sndbuf_parse.h"
 
-/* ---------------------------------------------------------------- */
-/* Reasons                                                          */
-/* ---------------------------------------------------------------- */
-
-/* Each reads after "<Directive>: '<value>': ". */
+/* Reasons: each reads after "<Directive>: '<value>': ". */
 static const char r_empty[] = "empty value";
 static const char r_space[] = "contains whitespace";
 static const char r_negative[] = "must not be negative";
@@ -57,10 +49,8 @@ static const char r_rate_point[] = "a decimal point needs a digit on each "
                                    "side (0.5mbit, not .5mbit)";
 static const char r_rate_points[] = "more than one decimal point";
 static const char r_rate_comma[] = "use a decimal point, not a comma";
-static const char r_rate_no_unit[] = "missing unit (bit, kbit, mbit or "
-                                     "gbit)";
-static const char r_rate_unit[] = "unknown unit (use bit, kbit, mbit or "
-                                  "gbit)";
+static const char r_rate_no_unit[] = "missing unit (bit, kbit, mbit or gbit)";
+static const char r_rate_unit[] = "unknown unit (use bit, kbit, mbit or gbit)";
 static const char r_rate_small[] = "too small (at least 1kbit)";
 static const char r_rate_large[] = "too large (at most 1000gbit)";
 
@@ -90,18 +80,9 @@ const char sbt_parse_cidr_host_bits[] = "host bits are set beyond the "
 
 static const char r_limits_order[] = "minimum is larger than maximum";
 
-/* ---------------------------------------------------------------- */
-/* Characters and digits                                            */
-/* ---------------------------------------------------------------- */
-
 static int sbt_isdigit(int c)
 {
     return c >= '0' && c <= '9';
-}
-
-static int sbt_isspace(int c)
-{
-    return c == ' ' || (c >= '\t' && c <= '\r');
 }
 
 static int sbt_tolower(int c)
@@ -109,7 +90,6 @@ static int sbt_tolower(int c)
     return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
 }
 
-/** ASCII case-insensitive equality, the same in every locale. */
 static int sbt_caseeq(const char *a, const char *b)
 {
     for (; *a && sbt_tolower((unsigned char)*a)
@@ -121,19 +101,15 @@ static int sbt_caseeq(const char *a, const char *b)
 static int sbt_has_space(const char *s)
 {
     for (; *s; s++) {
-        if (sbt_isspace((unsigned char)*s)) {
+        if (*s == ' ' || (*s >= '\t' && *s <= '\r')) {
             return 1;
         }
     }
     return 0;
 }
 
-/**
- * The digits at *p into *v, advancing *p past them.  Past @a cap the
- * value stops growing and reads as cap + 1, so no number of digits can
- * overflow or wrap around into range (atoi("4294967296") is 0).  @a cap
- * must stay below UINT64_MAX / 10.
- */
+/** The digits at *p into *v, advancing *p.  Past @a cap (< UINT64_MAX / 10)
+ *  *v is cap + 1, so no number of digits wraps into range as in atoi. */
 static void sbt_digits(const char **p, uint64_t cap, uint64_t *v)
 {
     const char *s;
@@ -148,11 +124,8 @@ static void sbt_digits(const char **p, uint64_t cap, uint64_t *v)
     *p = s;
 }
 
-/**
- * What is wrong before the first digit, NULL when @a arg starts with
- * one.  White space is checked first: httpd splits a line at white
- * space, so it can only be inside quotes, where it is a typo.
- */
+/** What is wrong before the first digit.  White space first: httpd splits
+ *  lines at it, so it can only be inside quotes, where it is a typo. */
 static const char *sbt_check_start(const char *arg, const char *not_a_number)
 {
     if (!*arg) {
@@ -173,11 +146,8 @@ static const char *sbt_check_start(const char *arg, const char *not_a_number)
     return NULL;
 }
 
-/**
- * Forms strtol and strtod accept and we do not, named as such instead
- * of being called an unknown unit: @a p follows the digits that start
- * at @a digits ("0x10mbit", "1e3kbit", "1.5E+3kbit").
- */
+/** Forms strtol and strtod take, named rather than an unknown unit; @a p
+ *  follows the digits at @a digits ("0x10mbit", "1e3kbit", "1.5E+3kbit"). */
 static const char *sbt_check_foreign(const char *digits, const char *p)
 {
     if ((*p == 'x' || *p == 'X') && p - digits == 1 && digits[0] == '0') {
@@ -189,10 +159,6 @@ static const char *sbt_check_foreign(const char *digits, const char *p)
     }
     return NULL;
 }
-
-/* ---------------------------------------------------------------- */
-/* Sizes                                                            */
-/* ---------------------------------------------------------------- */
 
 const char *sbt_parse_size(const char *arg, int *bytes)
 {
@@ -245,10 +211,6 @@ const char *sbt_parse_size(const char *arg, int *bytes)
     return NULL;
 }
 
-/* ---------------------------------------------------------------- */
-/* Rates                                                            */
-/* ---------------------------------------------------------------- */
-
 const char *sbt_parse_rate(const char *arg, uint64_t *bytes_per_s)
 {
     /* digits: how many fraction digits the unit turns into whole bits. */
@@ -300,12 +262,10 @@ const char *sbt_parse_rate(const char *arg, uint64_t *bytes_per_s)
         return r_rate_unit;
     }
 
-    /* Exact arithmetic, no floating point: the unit moves the decimal
-     * point right by units[i].digits places, giving whole bits plus a
-     * fraction below one bit, of which only "is it zero" matters.  The
-     * bounds are whole numbers of bits, so whole bits decide them except
-     * at the top, where any fraction is too much.  whole is at most
-     * SBT_RATE_MAX_BITS + 1, so the test below also catches saturation. */
+    /* Exact, no floating point: the unit moves the point .digits places,
+     * leaving whole bits and a fraction that matters (rest) only at the top
+     * bound.  whole is at most SBT_RATE_MAX_BITS + 1, so this test also
+     * catches saturation. */
     if (whole > SBT_RATE_MAX_BITS / units[i].scale) {
         return r_rate_large;
     }
@@ -325,27 +285,17 @@ const char *sbt_parse_rate(const char *arg, uint64_t *bytes_per_s)
     if (bits > SBT_RATE_MAX_BITS || (bits == SBT_RATE_MAX_BITS && rest)) {
         return r_rate_large;
     }
-    /* Rounded down: floor((bits + fraction) / 8) == bits / 8 for a
-     * fraction below one.  At least 125 bytes/s, never 0 ("measure"). */
+    /* floor((bits + fraction) / 8) == bits / 8 for a fraction below one. */
     *bytes_per_s = bits / 8;
     return NULL;
 }
 
-/* ---------------------------------------------------------------- */
-/* Networks                                                         */
-/* ---------------------------------------------------------------- */
-
-/**
- * The address in the first @a len characters of @a arg into @a c
- * (family and addr).  IPv4 is read only as a full dotted quad: APR's
- * apr_ipsubnet_create also takes "10", "10.1" and "10.1.2" as the /8,
- * /16 and /24 networks, which a reader easily takes for something else;
- * we reject them with the full form to write instead.
- */
+/** The address in the first @a len characters of @a arg.  IPv4 only as a
+ *  full dotted quad: apr_ipsubnet_create reads "10", "10.1" and "10.1.2"
+ *  as /8, /16 and /24, which readers easily take for something else. */
 static const char *sbt_parse_address(const char *arg, size_t len,
                                      sbt_cidr_t *c)
 {
-    /* The longest IPv6 text is 45 characters; SBT_CIDR_STRLEN is 50. */
     char ip[SBT_CIDR_STRLEN];
     size_t i, parts = 1;
     int empty_part = 0;
@@ -354,9 +304,7 @@ static const char *sbt_parse_address(const char *arg, size_t len,
     if (len == 0) {
         return r_cidr_no_address;
     }
-    /* A zone says which interface a link-local address is on; client
-     * addresses are matched without one, so a zone would silently not
-     * mean what it says. */
+    /* Clients are matched without a zone, so one would silently not apply. */
     if (memchr(arg, '%', len)) {
         return r_cidr_zone;
     }
@@ -485,11 +433,9 @@ const char *sbt_parse_cidr(const char *arg, sbt_cidr_t *out)
                                          &c.prefix)) != NULL) {
         return why;
     }
-    /* IPv4-mapped IPv6 (::ffff:a.b.c.d/96+) becomes the IPv4 network
-     * it names: the module matches an IPv4-mapped client as IPv4, so
-     * the IPv4 rule is the one that can match it, and with one form per
-     * network "longest prefix wins" compares like with like.  A shorter
-     * prefix would cut into the ffff, and is refused. */
+    /* ::ffff:a.b.c.d/96+ becomes IPv4: such clients are matched as IPv4,
+     * and one form per network keeps "longest prefix wins" comparing like
+     * with like.  A shorter prefix would cut into the ffff. */
     if (c.family == 6 && !memcmp(c.addr, v4mapped, sizeof(v4mapped))) {
         if (c.prefix < 96) {
             return r_cidr_mapped;
@@ -500,15 +446,12 @@ const char *sbt_parse_cidr(const char *arg, sbt_cidr_t *out)
         c.prefix -= 96;
     }
     /* Host bits are refused, not masked: "10.1.2.3/8" is more likely a
-     * mistyped /32 or /24 than a way of writing 10.0.0.0/8, and a rule
-     * much wider than meant would go unnoticed.  The network is still
-     * handed back, for the caller's "did you mean" suggestion. */
-    if (sbt_mask_prefix(c.addr, c.addr, sizeof(c.addr), c.prefix)) {
-        *out = c;
-        return sbt_parse_cidr_host_bits;
-    }
+     * mistyped /32 or /24, and a rule much wider than meant goes unnoticed.
+     * The masked network still goes back, for "did you mean". */
+    why = sbt_mask_prefix(c.addr, c.addr, sizeof(c.addr), c.prefix)
+          ? sbt_parse_cidr_host_bits : NULL;
     *out = c;
-    return NULL;
+    return why;
 }
 
 char *sbt_format_cidr(const sbt_cidr_t *c, char *buf, size_t len)
@@ -528,10 +471,6 @@ char *sbt_format_cidr(const sbt_cidr_t *c, char *buf, size_t len)
     return n >= 0 && (size_t)n < len ? buf : NULL;
 }
 
-/* ---------------------------------------------------------------- */
-/* Limits and policies                                              */
-/* ---------------------------------------------------------------- */
-
 const char *sbt_parse_limits(const char *min, const char *max,
                              int *lo, int *hi, const char **bad)
 {
@@ -547,7 +486,6 @@ const char *sbt_parse_limits(const char *min, const char *max,
         return why;
     }
     if (a > b) {
-        /* The minimum is quoted: it is the one that goes too far. */
         *bad = min;
         return r_limits_order;
     }
@@ -560,28 +498,25 @@ const char *sbt_parse_limits(const char *min, const char *max,
 const char *sbt_parse_policy(const char *arg, int *policy, int *size)
 {
     const char *why;
-    int n;
+    int n = 0;
 
     if (sbt_caseeq(arg, "none")) {
         /* What a scope with no SndbufTune gets, said explicitly: a
          * nearer scope can go back to leaving the socket alone. */
         *policy = SBT_POLICY_NONE;
-        *size = 0;
     }
     else if (sbt_caseeq(arg, "unset")) {
         *policy = SBT_POLICY_UNSET;
-        *size = 0;
     }
     else if (sbt_caseeq(arg, "auto")) {
         *policy = SBT_POLICY_AUTO;
-        *size = 0;
     }
     else if ((why = sbt_parse_size(arg, &n)) != NULL) {
         return why;
     }
     else {
         *policy = SBT_POLICY_FIXED;
-        *size = n;
     }
+    *size = n;
     return NULL;
 }

@@ -4,15 +4,11 @@
  * sndbuf_rules.c: one server's SndbufTuneNetwork rules, and the longest
  * prefix among them that holds a client address.
  *
- * As routing tables do, the rules are kept in one hash table per prefix
- * length, keyed by the network address.  A lookup masks the client's
- * address once per prefix length in use, longest first, and probes that
- * table: its cost grows with the number of distinct prefix lengths (at
- * most 33 for IPv4, 129 for IPv6), never with the number of rules.
- *
- * A table is built while the configuration is read and only read after
- * that, by any number of threads.  A vhost shares the main server's
- * table instead of copying it (sndbuf_config.c).
+ * As in routing tables, a hash table per prefix length, keyed by network:
+ * a lookup masks and probes once per length in use, longest first, so its
+ * cost grows with the distinct lengths (at most 33 or 129), not the rules.
+ * Built while the configuration is read, then only read, by any number of
+ * threads; a vhost shares the main server's (sndbuf_config.c).
  */
 
 #include <string.h>
@@ -132,15 +128,14 @@ static const sbt_network_t *sbt_rules_find(const sbt_family_t *fam,
                                            const unsigned char *addr,
                                            int than)
 {
+    const sbt_network_t *hit;
     unsigned char key[16];
     int i;
 
     for (i = 0; i < fam->nlens && fam->lens[i] > than; i++) {
-        const sbt_network_t *hit;
-
         sbt_mask_prefix(addr, key, fam->bytes, fam->lens[i]);
-        if ((hit = *sbt_rules_probe(fam->len[fam->lens[i]], key,
-                                    fam->bytes)) != NULL) {
+        hit = *sbt_rules_probe(fam->len[fam->lens[i]], key, fam->bytes);
+        if (hit) {
             return hit;
         }
     }
@@ -175,12 +170,10 @@ const sbt_network_t *sbt_rules_match(const sbt_rules_t *own,
     if (own) {
         hit = sbt_rules_find(v4 ? &own->v4 : &own->v6, addr, -1);
     }
-    if (base && base != own) {
-        longer = sbt_rules_find(v4 ? &base->v4 : &base->v6, addr,
-                                hit ? hit->net.prefix : -1);
-        if (longer) {
-            hit = longer;
-        }
+    if (base && base != own
+        && (longer = sbt_rules_find(v4 ? &base->v4 : &base->v6, addr,
+                                    hit ? hit->net.prefix : -1)) != NULL) {
+        hit = longer;
     }
     return hit;
 }
