@@ -21,64 +21,24 @@
 
 #include "sndbuf_parse.h"
 
-/* Reasons: each reads after "<Directive>: '<value>': ". */
-static const char r_empty[] = "empty value";
-static const char r_space[] = "contains whitespace";
-static const char r_negative[] = "must not be negative";
-static const char r_plus[] = "must not have a '+' sign";
-static const char r_hex[] = "hexadecimal is not allowed (write a plain "
-                            "decimal number)";
-static const char r_exponent[] = "exponents are not allowed (write a plain "
-                                 "decimal number)";
-
+/* Reasons read after "<Directive>: '<value>': ".  Those used twice or
+ * passed on are named here, the rest written where they are returned. */
 static const char r_size_not[] = "not a size (digits, optionally followed "
                                  "by k, m or g)";
-static const char r_size_fraction[] = "not a whole number";
-static const char r_size_comma[] = "contains a comma (write digits only, "
-                                   "e.g. 1048576 or 1m)";
 static const char r_size_unit[] = "unknown unit (use k, m or g; no unit "
                                   "means bytes)";
-static const char r_size_unit_b[] = "unknown unit (k, m and g stand alone: "
-                                    "64k, not 64kb or 64KiB)";
-static const char r_size_large[] = "too large (at most 1g)";
-static const char r_size_small[] = "too small (at least 4k)";
-
 static const char r_rate_not[] = "not a rate (a number, then bit, kbit, "
                                  "mbit or gbit)";
 static const char r_rate_point[] = "a decimal point needs a digit on each "
                                    "side (0.5mbit, not .5mbit)";
-static const char r_rate_points[] = "more than one decimal point";
-static const char r_rate_comma[] = "use a decimal point, not a comma";
-static const char r_rate_no_unit[] = "missing unit (bit, kbit, mbit or gbit)";
-static const char r_rate_unit[] = "unknown unit (use bit, kbit, mbit or gbit)";
-static const char r_rate_small[] = "too small (at least 1kbit)";
 static const char r_rate_large[] = "too large (at most 1000gbit)";
-
-static const char r_cidr_no_address[] = "missing address before '/'";
-static const char r_cidr_brackets[] = "write an IPv6 network without "
-                                      "brackets, e.g. 2001:db8::/32";
-static const char r_cidr_zone[] = "IPv6 zone ids (%eth0) are not allowed: "
-                                  "a rule matches the address on any "
-                                  "interface";
-const char sbt_parse_cidr_partial[] = "partial IPv4 address: write all "
-                                      "four parts";
 static const char r_cidr_bad4[] = "not an IPv4 address (four numbers from "
                                   "0 to 255, without leading zeros)";
 static const char r_cidr_bad6[] = "not an IPv6 address";
-static const char r_cidr_bad[] = "not an IPv4 or IPv6 address";
-static const char r_cidr_no_prefix[] = "missing prefix length after '/'";
-static const char r_cidr_prefix4[] = "prefix length must be a whole number "
-                                     "from 0 to 32";
-static const char r_cidr_prefix6[] = "prefix length must be a whole number "
-                                     "from 0 to 128";
-static const char r_cidr_prefix_zero[] = "leading zero in the prefix length";
-static const char r_cidr_mapped[] = "an IPv4-mapped network needs a prefix "
-                                    "length of 96 or more (96 + the IPv4 "
-                                    "prefix)";
+const char sbt_parse_cidr_partial[] = "partial IPv4 address: write all "
+                                      "four parts";
 const char sbt_parse_cidr_host_bits[] = "host bits are set beyond the "
                                         "prefix length";
-
-static const char r_limits_order[] = "minimum is larger than maximum";
 
 static int sbt_isdigit(int c)
 {
@@ -98,14 +58,19 @@ static int sbt_caseeq(const char *a, const char *b)
     return *a == '\0' && *b == '\0';
 }
 
-static int sbt_has_space(const char *s)
+/** White space is a typo: httpd splits lines at it, so it can only have
+ *  come inside quotes. */
+static const char *sbt_check_blank(const char *s)
 {
+    if (!*s) {
+        return "empty value";
+    }
     for (; *s; s++) {
         if (*s == ' ' || (*s >= '\t' && *s <= '\r')) {
-            return 1;
+            return "contains whitespace";
         }
     }
-    return 0;
+    return NULL;
 }
 
 /** The digits at *p into *v, advancing *p.  Past @a cap (< UINT64_MAX / 10)
@@ -124,21 +89,19 @@ static void sbt_digits(const char **p, uint64_t cap, uint64_t *v)
     *p = s;
 }
 
-/** What is wrong before the first digit.  White space first: httpd splits
- *  lines at it, so it can only be inside quotes, where it is a typo. */
+/** What is wrong before the first digit. */
 static const char *sbt_check_start(const char *arg, const char *not_a_number)
 {
-    if (!*arg) {
-        return r_empty;
-    }
-    if (sbt_has_space(arg)) {
-        return r_space;
+    const char *why;
+
+    if ((why = sbt_check_blank(arg)) != NULL) {
+        return why;
     }
     if (*arg == '-') {
-        return r_negative;
+        return "must not be negative";
     }
     if (*arg == '+') {
-        return r_plus;
+        return "must not have a '+' sign";
     }
     if (!sbt_isdigit((unsigned char)*arg)) {
         return not_a_number;
@@ -151,11 +114,11 @@ static const char *sbt_check_start(const char *arg, const char *not_a_number)
 static const char *sbt_check_foreign(const char *digits, const char *p)
 {
     if ((*p == 'x' || *p == 'X') && p - digits == 1 && digits[0] == '0') {
-        return r_hex;
+        return "hexadecimal is not allowed (write a plain decimal number)";
     }
     if ((*p == 'e' || *p == 'E')
         && (sbt_isdigit((unsigned char)p[1]) || p[1] == '+' || p[1] == '-')) {
-        return r_exponent;
+        return "exponents are not allowed (write a plain decimal number)";
     }
     return NULL;
 }
@@ -176,9 +139,9 @@ const char *sbt_parse_size(const char *arg, int *bytes)
     case '\0':
         break;
     case '.':
-        return r_size_fraction;
+        return "not a whole number";
     case ',':
-        return r_size_comma;
+        return "contains a comma (write digits only, e.g. 1048576 or 1m)";
     case 'k': case 'K':
         unit = UINT64_C(1) << 10;
         p++;
@@ -197,15 +160,18 @@ const char *sbt_parse_size(const char *arg, int *bytes)
     if (*p) {
         /* "64kb", "64KiB": the unit is there, the 'b' is the habit of
          * other programs; say so rather than only "unknown unit". */
-        return sbt_caseeq(p, "b") || sbt_caseeq(p, "ib") ? r_size_unit_b
-                                                         : r_size_unit;
+        if (sbt_caseeq(p, "b") || sbt_caseeq(p, "ib")) {
+            return "unknown unit (k, m and g stand alone: 64k, not 64kb or "
+                   "64KiB)";
+        }
+        return r_size_unit;
     }
     /* v is at most SBT_SIZE_MAX + 1 and unit at most 2^30: no overflow. */
     if (v * unit > SBT_SIZE_MAX) {
-        return r_size_large;
+        return "too large (at most 1g)";
     }
     if (v * unit < SBT_SIZE_MIN) {
-        return r_size_small;
+        return "too small (at least 4k)";
     }
     *bytes = (int)(v * unit);
     return NULL;
@@ -213,16 +179,14 @@ const char *sbt_parse_size(const char *arg, int *bytes)
 
 const char *sbt_parse_rate(const char *arg, uint64_t *bytes_per_s)
 {
-    /* digits: how many fraction digits the unit turns into whole bits. */
     static const struct {
         const char *name;
         uint64_t scale;
-        size_t digits;
     } units[] = {
-        {"bit", 1, 0},
-        {"kbit", UINT64_C(1000), 3},
-        {"mbit", UINT64_C(1000000), 6},
-        {"gbit", UINT64_C(1000000000), 9}
+        {"bit", 1},
+        {"kbit", UINT64_C(1000)},
+        {"mbit", UINT64_C(1000000)},
+        {"gbit", UINT64_C(1000000000)}
     };
     const size_t nunits = sizeof(units) / sizeof(units[0]);
     const char *p = arg, *frac = "", *why;
@@ -248,39 +212,37 @@ const char *sbt_parse_rate(const char *arg, uint64_t *bytes_per_s)
         return why;
     }
     if (*p == '.') {
-        return r_rate_points;
+        return "more than one decimal point";
     }
     if (*p == ',') {
-        return r_rate_comma;
+        return "use a decimal point, not a comma";
     }
     if (!*p) {
-        return r_rate_no_unit;
+        return "missing unit (bit, kbit, mbit or gbit)";
     }
     for (i = 0; i < nunits && !sbt_caseeq(p, units[i].name); i++)
         ;
     if (i == nunits) {
-        return r_rate_unit;
+        return "unknown unit (use bit, kbit, mbit or gbit)";
     }
-
-    /* Exact, no floating point: the unit moves the point .digits places,
-     * leaving whole bits and a fraction that matters (rest) only at the top
-     * bound.  whole is at most SBT_RATE_MAX_BITS + 1, so this test also
-     * catches saturation. */
+    /* Exact, no floating point: fraction digits add whole bits until scale
+     * reaches 0; the rest, below one bit, matters only at the top bound.
+     * whole is at most SBT_RATE_MAX_BITS + 1: this also catches saturation. */
     if (whole > SBT_RATE_MAX_BITS / units[i].scale) {
         return r_rate_large;
     }
     bits = whole * units[i].scale;
-    for (k = 0, scale = units[i].scale; k < units[i].digits; k++) {
+    for (k = 0, scale = units[i].scale; k < nfrac; k++) {
         scale /= 10;
-        if (k < nfrac) {
+        if (scale) {
             bits += (uint64_t)(frac[k] - '0') * scale;
         }
-    }
-    for (k = units[i].digits; k < nfrac; k++) {
-        rest |= frac[k] != '0';
+        else {
+            rest |= frac[k] != '0';
+        }
     }
     if (bits < SBT_RATE_MIN_BITS) {
-        return r_rate_small;
+        return "too small (at least 1kbit)";
     }
     if (bits > SBT_RATE_MAX_BITS || (bits == SBT_RATE_MAX_BITS && rest)) {
         return r_rate_large;
@@ -302,14 +264,15 @@ static const char *sbt_parse_address(const char *arg, size_t len,
 
     memset(c, 0, sizeof(*c));
     if (len == 0) {
-        return r_cidr_no_address;
+        return "missing address before '/'";
     }
     /* Clients are matched without a zone, so one would silently not apply. */
     if (memchr(arg, '%', len)) {
-        return r_cidr_zone;
+        return "IPv6 zone ids (%eth0) are not allowed: a rule matches the "
+               "address on any interface";
     }
     if (arg[0] == '[') {
-        return r_cidr_brackets;
+        return "write an IPv6 network without brackets, e.g. 2001:db8::/32";
     }
     if (memchr(arg, ':', len)) {
         if (len >= sizeof(ip)) {
@@ -329,7 +292,7 @@ static const char *sbt_parse_address(const char *arg, size_t len,
             parts++;
         }
         else if (!sbt_isdigit((unsigned char)arg[i])) {
-            return r_cidr_bad;
+            return "not an IPv4 or IPv6 address";
         }
     }
     empty_part |= arg[len - 1] == '.';
@@ -354,11 +317,13 @@ static const char *sbt_parse_address(const char *arg, size_t len,
 static const char *sbt_parse_prefix(const char *s, int max, int *prefix)
 {
     const char *p = s;
-    const char *range = max == 32 ? r_cidr_prefix4 : r_cidr_prefix6;
+    const char *range = max == 32
+        ? "prefix length must be a whole number from 0 to 32"
+        : "prefix length must be a whole number from 0 to 128";
     uint64_t v;
 
     if (!*s) {
-        return r_cidr_no_prefix;
+        return "missing prefix length after '/'";
     }
     if (!sbt_isdigit((unsigned char)*s)) {
         return range;
@@ -371,7 +336,7 @@ static const char *sbt_parse_prefix(const char *s, int max, int *prefix)
      * likely a typo; one spelling per prefix keeps the rule names in
      * logs and on the status page unambiguous. */
     if (s[0] == '0' && s[1]) {
-        return r_cidr_prefix_zero;
+        return "leading zero in the prefix length";
     }
     if (v > (uint64_t)max) {
         return range;
@@ -416,11 +381,8 @@ const char *sbt_parse_cidr(const char *arg, sbt_cidr_t *out)
     const char *slash, *why;
     sbt_cidr_t c;
 
-    if (!*arg) {
-        return r_empty;
-    }
-    if (sbt_has_space(arg)) {
-        return r_space;
+    if ((why = sbt_check_blank(arg)) != NULL) {
+        return why;
     }
     slash = strchr(arg, '/');
     why = sbt_parse_address(arg, slash ? (size_t)(slash - arg)
@@ -438,7 +400,8 @@ const char *sbt_parse_cidr(const char *arg, sbt_cidr_t *out)
      * with like.  A shorter prefix would cut into the ffff. */
     if (c.family == 6 && !memcmp(c.addr, v4mapped, sizeof(v4mapped))) {
         if (c.prefix < 96) {
-            return r_cidr_mapped;
+            return "an IPv4-mapped network needs a prefix length of 96 or "
+                   "more (96 + the IPv4 prefix)";
         }
         memmove(c.addr, c.addr + 12, 4);
         memset(c.addr + 4, 0, 12);
@@ -487,7 +450,7 @@ const char *sbt_parse_limits(const char *min, const char *max,
     }
     if (a > b) {
         *bad = min;
-        return r_limits_order;
+        return "minimum is larger than maximum";
     }
     *lo = a;
     *hi = b;

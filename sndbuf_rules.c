@@ -37,8 +37,7 @@ typedef struct {
 
 struct sbt_rules_t {
     apr_pool_t *pool;
-    sbt_family_t v4;
-    sbt_family_t v6;
+    sbt_family_t v4, v6;
     /** Every rule in configuration order (the status page maps them). */
     apr_array_header_t *all;
 };
