@@ -3,127 +3,91 @@
 /*
  * sndbuf_law.c: the control law of "SndbufTune auto" (sndbuf_law.h).
  *
- * A send buffer smaller than the bandwidth-delay product caps the flow
- * at sndbuf / RTT; a larger one only holds memory and, in a shared
- * bottleneck, queue.  So auto aims at
- *
- *     SO_SNDBUF = FACTOR x rate x RTT,   clamped to SndbufTuneLimits,
- *
- * the rate configured or measured; in a bottleneck shared by its own
- * flows, the queue it sees steers it instead.  Its promise is to be
- * never slower than the kernel's autotuning, so it gives the buffer back
- * to autotuning wherever a lock would be worse: when the kernel cannot
- * grant the size (net.core.wmem_max), and when a flow alone needs its
- * queue (loss-based).  A flow alone never steers by a queue, which may
- * be another sender's, and is not locked below its congestion window
- * (within SndbufTuneLimits and autotuning's ceiling).
- * docs/auto.md explains each rule; t/unit/law_cases.c tests each.
+ * A send buffer below the bandwidth-delay product caps the flow at
+ * sndbuf / RTT; a larger one only holds memory and, in a shared
+ * bottleneck, queue.  So auto aims at FACTOR x rate x RTT, or lets a
+ * queue its own flows share steer it, and leaves the buffer to autotuning
+ * wherever a lock would be slower.  docs/auto.md explains each rule;
+ * t/unit/law_cases.c tests each.
  */
 
 #include <stddef.h>
 
 #include "sndbuf_law.h"
 
-/* SO_SNDBUF = FACTOR x rate x RTT, FACTOR = 7/8: Linux doubles the
- * argument and MSS-sized skbs carry about a third of overhead, so the
- * socket holds about 1.2 x BDP of payload.  That fills the pipe while the
- * writer refills the buffer, and no more: a BBR flow that its buffer
- * holds back never leaves startup (its 2.89 gain), and a larger buffer
- * lets each burst after a loss overflow a bottleneck queue of one BDP. */
+/* FACTOR = 7/8: Linux doubles the argument and MSS-sized skbs carry about
+ * a third of overhead, so the socket holds 1.2 x BDP of payload, filling
+ * the pipe while the writer refills it.  Less holds BBR in startup (its
+ * 2.89 gain); more lets each burst after a loss overflow a BDP of queue. */
 #define SBT_LAW_FACTOR_NUM      7
 #define SBT_LAW_FACTOR_DEN      8
 
-/* While the delivery rate still grows by a quarter per look the flow is
- * in slow start (or BBR's startup) and autotuning is as fast as
- * anything: auto takes over once the rate has not grown so for three
- * looks in a row (BBR's own test for a full pipe), or RAMP_RTTS RTTs
- * after the response began. */
+/* While the delivery rate grows by a quarter per look the flow is in slow
+ * start (or BBR's startup), where autotuning is as fast as anything: auto
+ * takes over after three looks without such growth (BBR's test for a full
+ * pipe), or RAMP_RTTS RTTs after the response began.  For SETTLE_LOOKS
+ * looks after that a queue never steers the buffer below the target: it
+ * is slow start's overshoot draining. */
 #define SBT_LAW_RAMP_SHIFT      2
 #define SBT_LAW_RAMP_FLAT       3
 #define SBT_LAW_RAMP_RTTS       32
+#define SBT_LAW_SETTLE_LOOKS    8
 
-/* A crowd's queue ends a bbr flow's ramp at once: where other flows of
- * this server share the path and the RTT stands a quarter of the minimum
- * above it (and its variation), growing only fills the queue that later
- * flows must cross, and BBR's startup ignores the losses; the late flows
- * of a crowd then start so far behind that they never catch up.  A
- * loss-based flow's slow start ends at its first loss. */
+/* A crowd's queue (the RTT a quarter of the minimum above it and its
+ * variation) ends a bbr flow's ramp: BBR's startup ignores losses, and
+ * growing only fills the queue the crowd's late flows must then cross.
+ * A loss-based flow's slow start ends at its first loss. */
 #define SBT_LAW_CROWD_SHIFT     2
 
-/* A ramp that reaches tcp_wmem[2] may grow to this many times the
- * target (the lift): 3 x 7/8 x BDP holds about 3.5 x BDP of payload,
- * more than BBR's startup keeps in flight (2.89 x BDP).  A measured rate
- * is still below the path's then (the seed path: 3.3 against 3.6 MB/s),
- * and 3 x its target left BBR in startup (pacing 2.87 x, 1.9% of the
- * segments retransmitted): it gets 4 x. */
+/* At tcp_wmem[2] a ramp may grow to LIFT x the target, 3.5 x BDP of payload,
+ * more than BBR's startup keeps in flight (2.89 x BDP); to 4 x a measured
+ * rate's, which lags the path's there (3 x left BBR in startup). */
 #define SBT_LAW_LIFT            3
 #define SBT_LAW_LIFT_MEASURED   4
 
-/* The queue is what the smoothed RTT has beyond the minimum and beyond
- * its own variation.  Below 1/16 of the minimum RTT, or below QUEUE_MIN
- * (the delay load adds in NICs and hosts), the path has room: a
- * send-buffer-limited flow grows by a quarter per look, another moves to
- * the target.  Above, the buffer is steered as FAST TCP steers its
- * window: halfway each look toward cur x (min RTT + variation) / RTT +
- * STEP, whose fixed point leaves STEP bytes of each flow in the queue,
- * so that flows through one bottleneck settle at equal rates. */
+/* A queue below 1/16 of the minimum RTT, or below QUEUE_MIN (what load
+ * adds in NICs and hosts), leaves room: a send-buffer-limited flow grows
+ * by a quarter per look, another moves to the target.  A longer one steers
+ * the buffer as FAST TCP steers its window, halfway each look toward
+ * cur x (min RTT + variation) / RTT + STEP: STEP bytes of each flow stay
+ * queued, so flows through one bottleneck settle at equal rates.  Past a
+ * quarter of the minimum RTT (STEP_ROOM) the step shrinks in proportion,
+ * alike for all, so N flows queue sqrt(N) x STEP, not N x (nearly a BDP
+ * for 100).  Steered, every move over 1/128 is made: at 1/16 a crowd's
+ * flows stayed anywhere within 25% of the fixed point. */
 #define SBT_LAW_QUEUE_SHIFT     4
 #define SBT_LAW_QUEUE_MIN       2000    /* microseconds */
 #define SBT_LAW_GROW_SHIFT      2
 #define SBT_LAW_STEP_SEGMENTS   8
-
-/* Past a quarter of the minimum RTT of queue the step shrinks in
- * proportion (STEP x room / queue).  At a full step a crowd of N flows
- * keeps N x STEP queued (100 flows: nearly all of a drop-tail queue of
- * one BDP at 100 Mbit/s, 100 ms); shrinking, its queue grows as the
- * square root of N.  Every flow sees the same queue and shrinks its step
- * alike, so they still settle at equal rates. */
 #define SBT_LAW_STEP_ROOM_SHIFT 2
-
-/* While a queue steers the buffer every move down to 1/128 is made: the
- * 1/16 threshold of other moves left the flows of a crowd anywhere
- * within 25% of the common fixed point (Jain 0.95 against 0.99). */
 #define SBT_LAW_STEER_SHIFT     7
 
-/* With no queue the target is for the RTT the flow may see: smoothed,
- * its variation, and the writer's refill time (a wakeup and a sendfile),
- * which on a 1 ms path is as long as the path. */
+/* With no queue the target also covers the writer's refill time (a
+ * wakeup and a sendfile), which on a 1 ms path is as long as the path. */
 #define SBT_LAW_REFILL_US       1000
-
-/* For this many looks after the ramp a queue never steers the buffer
- * below the target: that queue is slow start's overshoot draining. */
-#define SBT_LAW_SETTLE_LOOKS    8
 
 /* A configured rate is the client's: sized for while the flow gets at
  * least half of it, else (a crowd) from the measured rate. */
 #define SBT_LAW_SHARE_DIV       2
 
-/* Another connection's lower minimum RTT to the same client is taken
- * for this flow's when it is at least 1/TRUST of it (the flow started in
- * a queue); a larger gap is more likely another path behind a NAT. */
+/* Another connection's lower minimum RTT to the client is taken if it is
+ * at least 1/TRUST of the flow's own (which began in a queue); a larger
+ * gap is more likely another path behind a NAT. */
 #define SBT_LAW_PATH_TRUST      2
 
-/* A flow alone on its path that retransmitted within the last LOSS_LOOKS
- * looks is sized for LOSS_FACTOR x the target with no queue: its buffer
- * holds, besides what is in flight, everything the receiver has SACKed
- * past a hole until the retransmission fills it, an RTT later.  Not in a
- * crowd of this server's flows: its losses are its own queue
- * overflowing, and more buffer only adds to it. */
+/* A flow alone that retransmitted in the last LOSS_LOOKS looks is sized
+ * for LOSS_FACTOR x the target: its buffer also holds what the receiver
+ * SACKed past a hole until the retransmission fills it.  In a crowd the
+ * losses are its own queue overflowing, and more buffer only adds to it. */
 #define SBT_LAW_LOSS_LOOKS      8
 #define SBT_LAW_LOSS_FACTOR     2
 
-/* A flow alone is never locked below what its congestion control may
- * put in flight, and one more window behind it: SO_SNDBUF >= CWND_FLOOR x
- * cwnd x MSS, about 3 x cwnd segments of payload.  Its congestion
- * control, not its buffer, then decides its share beside traffic this
- * server does not send (sized from its own rate, it kept the smaller
- * share).  The second window is the writer's: it is woken only once a
- * third of the buffer is free, which at one window came only when
- * nothing was left to send.  Never above tcp_wmem[2] unless the law
- * itself wants more.  The floor holds the window's peak for
- * WINDOW_HOLD_US + 2 RTTs, through BBR's PROBE_RTT (cwnd 4 for 200 ms).
- * Not for a crowd of this server's flows, whose queue steers each below
- * its window. */
+/* A flow alone is never locked below CWND_FLOOR x cwnd x MSS, so that its
+ * congestion control, not its buffer, sets its share beside other senders:
+ * a window in flight and one for the writer, whom Linux wakes only once a
+ * third of the buffer is free.  Not above tcp_wmem[2] unless the law wants
+ * more; held at its peak WINDOW_HOLD_US + 2 RTTs, through BBR's PROBE_RTT
+ * (cwnd 4 for 200 ms).  A crowd's queue steers its flows below it. */
 #define SBT_LAW_CWND_FLOOR      2
 #define SBT_LAW_WINDOW_HOLD_US  1000000
 
@@ -134,27 +98,21 @@
 /* Send-buffer-limited for more than 1/8 of an interval means limited. */
 #define SBT_LAW_LIMITED_SHIFT   3
 
-/* ---------------------------------------------------------------- */
-
 static uint64_t sbt_law_target(uint64_t rate, uint32_t rtt_us)
 {
     return rate * rtt_us / 1000000 * SBT_LAW_FACTOR_NUM / SBT_LAW_FACTOR_DEN;
 }
 
-/** Peak-hold with decay: follow rises at once, fall by half the gap per
- *  look; an app-limited sample only ever raises it; no sample (0) is no
- *  news, not a rate of zero. */
+/** Peak-hold: follow rises at once, fall by half the gap per look; an
+ *  app-limited sample only raises it; no sample (0) is no news. */
 static uint64_t sbt_law_estimate(uint64_t est, const sbt_law_sample_t *s)
 {
     uint64_t sample = s->delivery_rate;
 
-    if (!sample || sample >= est) {
-        return sample > est ? sample : est;
+    if (sample > est) {
+        return sample;
     }
-    if (s->app_limited) {
-        return est;
-    }
-    return est - (est - sample) / 2;
+    return !sample || s->app_limited ? est : est - (est - sample) / 2;
 }
 
 uint32_t sbt_law_own_min_rtt(const sbt_law_sample_t *s, int *handshake)
@@ -180,25 +138,15 @@ static void sbt_law_rtt(sbt_law_t *l, const sbt_law_sample_t *s)
 }
 
 /** May the buffer be left to autotuning?  Only where SndbufTuneLimits
- *  leaves autotuning the kernel's range: a maximum no lower than
- *  net.core.wmem_max (the default: all a lock could get) or than what
- *  autotuning reaches, and a minimum no higher than where it starts.
- *  An administrator's narrower range is a choice a lock must keep: a
- *  release let autotuning take a "SndbufTuneLimits 8k 64k" socket past
- *  64k (03). */
+ *  leaves it the kernel's range (max >= wmem_max or what autotuning
+ *  reaches, min <= where it starts): a narrower range is the
+ *  administrator's, and a release let autotuning pass it (03). */
 static int sbt_law_autotuning_allowed(const sbt_law_limits_t *lim)
 {
     return lim->tcp_wmem_max
            && ((lim->wmem_max && (uint64_t)lim->limit_max >= lim->wmem_max)
                || 2 * (uint64_t)lim->limit_max >= lim->tcp_wmem_max)
            && 2 * (uint64_t)lim->limit_min <= lim->tcp_wmem_initial;
-}
-
-/** May autotuning carry the ramp?  Only on a socket it governs. */
-static int sbt_law_may_ramp(const sbt_law_limits_t *lim,
-                            const sbt_law_sample_t *s)
-{
-    return !s->locked_at && sbt_law_autotuning_allowed(lim);
 }
 
 void sbt_law_begin(sbt_law_t *l, const sbt_law_limits_t *lim,
@@ -210,12 +158,12 @@ void sbt_law_begin(sbt_law_t *l, const sbt_law_limits_t *lim,
     l->retrans = s->total_retrans;
     l->measured = l->ramp_rate = estimate;
     l->rate = lim->conf_rate ? lim->conf_rate : estimate;
-    l->ramping = sbt_law_may_ramp(lim, s);
+    /* Autotuning carries the ramp only on a socket it governs. */
+    l->ramping = !s->locked_at && sbt_law_autotuning_allowed(lim);
     sbt_law_rtt(l, s);
 }
 
-/** The queue: what the smoothed RTT has beyond the minimum and its
- *  own variation, microseconds. */
+/** The queue: the smoothed RTT beyond the minimum and its variation. */
 static uint32_t sbt_law_queue_us(const sbt_law_t *l,
                                  const sbt_law_sample_t *s)
 {
@@ -235,8 +183,7 @@ static int sbt_law_crowded(const sbt_law_t *l, const sbt_law_sample_t *s)
  *  has no settling looks: the queue is the crowd's, not slow start's. */
 static int sbt_law_ramping(sbt_law_t *l, const sbt_law_sample_t *s)
 {
-    int64_t now = s->now_us;
-    int too_long = now - l->began_us
+    int too_long = s->now_us - l->began_us
                    >= (int64_t)l->min_rtt_us * SBT_LAW_RAMP_RTTS;
 
     if (sbt_law_crowded(l, s)) {
@@ -259,8 +206,7 @@ static int sbt_law_ramping(sbt_law_t *l, const sbt_law_sample_t *s)
     return 0;
 }
 
-/** The configured rate while the flow gets at least half of it, else
- *  the measured one; TRUE when that switched. */
+/** Sets the rate sized for (SHARE_DIV); TRUE when it switched. */
 static int sbt_law_set_rate(sbt_law_t *l, const sbt_law_limits_t *lim)
 {
     uint64_t conf = lim->conf_rate;
@@ -305,17 +251,7 @@ static int sbt_law_kernel_binds(uint64_t want, const sbt_law_limits_t *lim)
            && 2 * (uint64_t)lim->wmem_max < lim->tcp_wmem_max;
 }
 
-/** Is the RTT's excess a queue worth steering by?  Sets out->queue_us. */
-static int sbt_law_queued(const sbt_law_t *l, const sbt_law_sample_t *s,
-                          sbt_law_out_t *out)
-{
-    out->queue_us = sbt_law_queue_us(l, s);
-    return out->queue_us > l->min_rtt_us >> SBT_LAW_QUEUE_SHIFT
-           && out->queue_us > SBT_LAW_QUEUE_MIN;
-}
-
-/** FAST's step, the bytes each flow of a crowd leaves in a queue of
- *  @a queue_us: STEP, shrinking past the room. */
+/** FAST's step: the bytes each flow leaves in a queue of @a queue_us. */
 static uint64_t sbt_law_step(const sbt_law_t *l, const sbt_law_sample_t *s,
                              uint32_t queue_us)
 {
@@ -352,9 +288,8 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
     return next < cur / 2 ? cur / 2 : next;
 }
 
-/** What the congestion control may put in flight, as an SO_SNDBUF
- *  argument, peak-held (updates it): the floor of a flow alone, no
- *  higher than autotuning's ceiling unless @a law is. */
+/** The floor of a flow alone, peak-held (updates it): no higher than
+ *  autotuning's ceiling unless @a law is. */
 static uint64_t sbt_law_window(sbt_law_t *l, const sbt_law_limits_t *lim,
                                const sbt_law_sample_t *s, uint64_t law)
 {
@@ -377,10 +312,8 @@ static int sbt_law_worth_it(int cur, int next, uint32_t mss, int steering)
 {
     int d = next > cur ? next - cur : cur - next;
 
-    if (steering) {
-        return d > cur >> SBT_LAW_STEER_SHIFT;
-    }
-    return d > cur / 16 || d >= (int)mss;
+    return steering ? d > cur >> SBT_LAW_STEER_SHIFT
+                    : d > cur / 16 || d >= (int)mss;
 }
 
 /** After the ramp: the law's size, or why the buffer is better left to
@@ -391,12 +324,13 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
 {
     uint64_t law, want;
 
-    /* Only a crowd's queue steers: beside other connections of this
-     * server to the same client the queue is theirs and this flow's,
-     * and steering shares it.  A flow alone sees either its own queue,
-     * which the rate x RTT size already bounds, or another sender's, to
-     * which a delay-based controller yields without end. */
-    out->queued = sbt_law_queued(l, s, out) && s->path_shared;
+    /* Only a crowd's queue steers: it is theirs and this flow's to share.
+     * A flow alone's is its own, which rate x RTT bounds, or another
+     * sender's, to which a delay-based controller yields without end. */
+    out->queue_us = sbt_law_queue_us(l, s);
+    out->queued = s->path_shared
+                  && out->queue_us > l->min_rtt_us >> SBT_LAW_QUEUE_SHIFT
+                  && out->queue_us > SBT_LAW_QUEUE_MIN;
     want = law = sbt_law_next(l, s, out->queued ? out->queue_us : 0,
                               out->limited, cur);
     if (!s->path_shared) {
@@ -406,11 +340,9 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
         want = out->windowed ? window : want;
     }
     if (sbt_law_kernel_binds(want, lim)) {
-        /* Not where a crowd's queue takes the buffer down from where
-         * autotuning has it: the lock at wmem_max is below both, and a
-         * look without a queue gives it back.  Else a crowd on a stock
-         * kernel would never leave autotuning (20 cubic flows: 6.3 MiB,
-         * Jain 0.58). */
+        /* Locked at wmem_max where a crowd's queue takes the buffer down
+         * from autotuning's size, and given back at a look without one:
+         * else a crowd on a stock kernel would never leave autotuning. */
         if (!out->queued || want >= cur) {
             return "net.core.wmem_max is below the size wanted: left to "
                    "autotuning";
@@ -418,20 +350,17 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
         want = lim->wmem_max;
     }
     out->size = sbt_law_clamp(want, lim, s->mss, out);
-    /* A loss-based sender alone needs the queue it fills, and room to
-     * recover from the losses that end each of its cycles: a lock only
-     * where the law's size is more than autotuning gives (a long fat
-     * path).  Its window alone never is: autotuning gives at least 1.5 x
-     * the floor, up to tcp_wmem[2]. */
+    /* A loss-based sender alone needs the queue it fills and room to
+     * recover from each cycle's loss: locked only past autotuning's reach
+     * (a long fat path), never for its window: autotuning gives 1.5 x it. */
     if (s->loss_based && !s->path_shared && sbt_law_autotuning_allowed(lim)
         && 2 * law <= lim->tcp_wmem_max) {
         return "loss-based congestion control, within autotuning's "
                "reach: left to autotuning";
     }
-    /* Past autotuning's ceiling only for a path whose rate x minimum RTT
-     * needs it: the smoothed RTT and the refill time on a fast path
-     * (loopback) would otherwise lock more than autotuning gives, which
-     * a reader that stalls then pins. */
+    /* Past autotuning's ceiling only where rate x minimum RTT needs it:
+     * on a fast path the smoothed RTT and the refill time would lock
+     * more than autotuning gives, which a reader that stalls then pins. */
     if (lim->tcp_wmem_max && 2 * (uint64_t)out->size > lim->tcp_wmem_max
         && 2 * sbt_law_target(l->rate, l->min_rtt_us) <= lim->tcp_wmem_max) {
         out->size = (int)(lim->tcp_wmem_max / 2);
@@ -439,8 +368,7 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
     return NULL;
 }
 
-/** After the ramp: move the buffer as the law says, or leave it (or
- *  give it back) to autotuning. */
+/** After the ramp: resize, keep, or give the buffer back to autotuning. */
 static void sbt_law_retune(sbt_law_t *l, const sbt_law_limits_t *lim,
                            const sbt_law_sample_t *s, sbt_law_out_t *out)
 {
@@ -465,28 +393,21 @@ static void sbt_law_retune(sbt_law_t *l, const sbt_law_limits_t *lim,
         return;
     }
     out->act = SBT_LAW_SET;
-    /* A crowd's buffer holds each flow below its window, so a loss-based
-     * sender, which does not pace, sends every refill of the buffer at
-     * once, and the crowd's bursts overflow the queue that steers it.
-     * bbr paces itself. */
+    /* A crowd's buffer holds each flow below its window; a loss-based
+     * sender, unlike bbr, does not pace, so each refill would leave at
+     * once and the bursts overflow the queue that steers it. */
     out->pace = s->loss_based && s->path_shared;
     out->why = out->queued ? "steered by the queue"
                : out->windowed ? "the congestion window (a flow alone)"
                : "rate x RTT";
 }
 
-/**
- * Autotuning stops at tcp_wmem[2], which on a long path is no more than
- * BBR's startup keeps in flight: a flow held there by its buffer never
- * sees the full pipe it needs to leave startup.  A flow whose buffer
- * autotuning has grown to its ceiling while the rate still grows gets a
- * higher one for the rest of the ramp: LIFT x the target of its rate
- * (LIFT_MEASURED x a measured one), where the kernel grants more than
- * autotuning.
- * Sized from the rate, never from SndbufTuneLimits' max: a reader that
- * stalls keeps whatever buffer it was given.  Not on an HTTP/2
- * connection, whose buffer only grows: the lift would outlast the ramp.
- */
+/** Autotuning stops at tcp_wmem[2], on a long path no more than BBR's
+ *  startup keeps in flight, so a flow held there never leaves startup.
+ *  Grown to it while the rate still grows, it gets LIFT x the target for
+ *  the rest of the ramp where the kernel grants more: from the rate, not
+ *  SndbufTuneLimits, as a reader that stalls keeps it.  Not on HTTP/2,
+ *  whose buffer only grows: the lift would outlast the ramp. */
 static void sbt_law_lift(sbt_law_t *l, const sbt_law_limits_t *lim,
                          const sbt_law_sample_t *s, sbt_law_out_t *out)
 {
