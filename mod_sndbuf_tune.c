@@ -2,37 +2,26 @@
 
 /*
  * mod_sndbuf_tune.c: a TCP send buffer per vhost, location and client
- * network, decided per request.
+ * network, decided per request.  Here: the hooks, the per-request state
+ * and the response's figures (TCP_INFO at its start and end).
  *
- * A TCP sender never has more than one send buffer in flight, so a
- * fixed SO_SNDBUF caps a download at sndbuf / RTT.  Core's
- * SendBufferSize sets one size for every socket, on the listener, and
- * on Linux that also switches kernel autotuning off.  This module
- * decides once the name-based vhost (Host:/SNI) and the file are known:
- *
- *   SndbufTune <size>   fix the send buffer (setsockopt SO_SNDBUF)
- *   SndbufTune unset    leave it to kernel autotuning, undoing any lock
- *                       a listener or an earlier request left behind
- *   SndbufTune auto     size it from the connection's RTT x bandwidth
- *
- * Nearest scope wins; where nothing applies the socket is not touched.
- * HTTP/2 streams share their primary connection's socket, so there the
- * largest size any stream asks for wins for the connection's life.
- *
- * This file holds the hooks, the per-request state and the response's
- * figures (TCP_INFO at its start and end); sndbuf_tune.h lists the
- * other files.
+ * A TCP sender never has more than one send buffer in flight, so a fixed
+ * SO_SNDBUF caps a download at sndbuf / RTT.  Core's SendBufferSize sets
+ * one size for every socket, on the listener, and on Linux that also
+ * switches kernel autotuning off.  This module decides once the
+ * name-based vhost (Host:/SNI) and the file are known; nearest scope
+ * wins, and where nothing applies the socket is not touched.  HTTP/2
+ * streams share their primary's socket, so there the largest size any
+ * stream asks for wins for the connection's life.
  */
 
 #include "httpd.h"
 #include "http_config.h"
 #include "http_core.h"
 #include "http_log.h"
-#include "http_main.h"
 #include "http_protocol.h"
 #include "http_request.h"
 #include "ap_listen.h"
-#include "ap_mmn.h"
 
 #include "apr_strings.h"
 
@@ -44,10 +33,6 @@ static const char *const sbt_policy_names[] = {
 
 /* Measures the response and, for auto, carries it (sndbuf_auto.c). */
 static ap_filter_rec_t *sbt_response_filter_handle;
-
-/* ---------------------------------------------------------------- */
-/* State                                                            */
-/* ---------------------------------------------------------------- */
 
 /** The request's state, or NULL when no policy applies to it. */
 static sbt_req_t *sbt_req_get(request_rec *r)
@@ -61,16 +46,6 @@ static sbt_req_t *sbt_req_get(request_rec *r)
  * would compare it with every key that shares its first four letters,
  * all of ours.  A figure nobody measured is left out: the log shows "-"
  * for it anyway. */
-static void sbt_env(request_rec *r, const char *key, const char *val)
-{
-    apr_table_addn(r->subprocess_env, key, val);
-}
-
-static void sbt_note(request_rec *r, const char *key, const char *val)
-{
-    apr_table_addn(r->notes, key, val);
-}
-
 static const char *sbt_num(request_rec *r, apr_int64_t v)
 {
     return v >= 0 ? apr_off_t_toa(r->pool, v) : "-";
@@ -79,13 +54,9 @@ static const char *sbt_num(request_rec *r, apr_int64_t v)
 static void sbt_note_num(request_rec *r, const char *key, apr_int64_t v)
 {
     if (v >= 0) {
-        sbt_note(r, key, sbt_num(r, v));
+        apr_table_addn(r->notes, key, sbt_num(r, v));
     }
 }
-
-/* ---------------------------------------------------------------- */
-/* The decision: once the handler is about to run                   */
-/* ---------------------------------------------------------------- */
 
 /** Apply @a rq's fixed or unset policy to @a conn's socket; auto waits
  *  for the response's first bytes. */
@@ -117,13 +88,15 @@ static void sbt_note_decision(request_rec *r, const sbt_req_t *rq,
 {
     int locked = sbt_sock_locked_at(sock);
     const char *policy = sbt_policy_names[rq->d.tune.policy];
+    apr_table_t *env = r->subprocess_env;
 
-    sbt_env(r, SBT_NOTE_POLICY, policy);
-    sbt_env(r, SBT_NOTE_RULE, rq->d.tune.rule_env);
-    sbt_env(r, SBT_NOTE_REQUESTED, sbt_num(r, locked ? locked : -1));
-    sbt_env(r, SBT_NOTE_EFFECTIVE, sbt_num(r, sbt_sock_effective(sock)));
-    sbt_note(r, SBT_NOTE_POLICY, policy);
-    sbt_note(r, SBT_NOTE_RULE, rq->d.tune.rule);
+    apr_table_addn(env, SBT_NOTE_POLICY, policy);
+    apr_table_addn(env, SBT_NOTE_RULE, rq->d.tune.rule_env);
+    apr_table_addn(env, SBT_NOTE_REQUESTED, sbt_num(r, locked ? locked : -1));
+    apr_table_addn(env, SBT_NOTE_EFFECTIVE,
+                   sbt_num(r, sbt_sock_effective(sock)));
+    apr_table_addn(r->notes, SBT_NOTE_POLICY, policy);
+    apr_table_addn(r->notes, SBT_NOTE_RULE, rq->d.tune.rule);
 }
 
 static int sbt_has_response_filter(request_rec *r)
@@ -138,12 +111,10 @@ static int sbt_has_response_filter(request_rec *r)
     return 0;
 }
 
-/**
- * An internal redirect (ErrorDocument, a per-directory RewriteRule,
- * Action) to where no SndbufTune applies: the response goes out on the
- * buffer the request it replaces set, so it is served, noted and counted
- * under that request's policy (FALSE: none had one).
- */
+/** An internal redirect (ErrorDocument, a per-directory RewriteRule,
+ *  Action) to where no SndbufTune applies: the response goes out on the
+ *  buffer the request it replaces set, so it is served, noted and counted
+ *  under that request's policy (FALSE: none had one). */
 static int sbt_redirected_from(request_rec *r, sbt_decision_t *d)
 {
     const sbt_req_t *prev;
@@ -175,10 +146,10 @@ static void sbt_insert_filter(request_rec *r)
     }
     if (d.tune.policy == SBT_POLICY_NONE
         || (conn = sbt_conn_enter(c)) == NULL) {
-        sbt_env(r, SBT_NOTE_POLICY, "none");
-        sbt_env(r, SBT_NOTE_REQUESTED, "-");
-        sbt_env(r, SBT_NOTE_EFFECTIVE, "-");
-        sbt_note(r, SBT_NOTE_POLICY, "none");
+        apr_table_addn(r->subprocess_env, SBT_NOTE_POLICY, "none");
+        apr_table_addn(r->subprocess_env, SBT_NOTE_REQUESTED, "-");
+        apr_table_addn(r->subprocess_env, SBT_NOTE_EFFECTIVE, "-");
+        apr_table_addn(r->notes, SBT_NOTE_POLICY, "none");
         return;
     }
     rq = apr_pcalloc(r->pool, sizeof(*rq));
@@ -208,14 +179,9 @@ static void sbt_insert_filter(request_rec *r)
     /* An internal redirect keeps the filter of the request it replaces
      * (it runs after the protocol filters); it serves this one now. */
     if (!sbt_has_response_filter(r)) {
-        ap_add_output_filter_handle(sbt_response_filter_handle, NULL, r,
-                                    r->connection);
+        ap_add_output_filter_handle(sbt_response_filter_handle, NULL, r, c);
     }
 }
-
-/* ---------------------------------------------------------------- */
-/* The response: measured only once it outgrows the buffer in force */
-/* ---------------------------------------------------------------- */
 
 /** A response that has outgrown the buffer in force: the baseline of
  *  its figures and, for auto, its controller. */
@@ -262,10 +228,8 @@ static void sbt_response_fitted(request_rec *r, sbt_req_t *rq)
     }
 }
 
-/**
- * Watch the response go by (the headers come in a brigade of their own)
- * until it ends within the buffer in force, or outgrows it.
- */
+/** Watch the response go by (the headers come in a brigade of their own)
+ *  until it ends within the buffer in force, or outgrows it. */
 static apr_status_t sbt_response_filter(ap_filter_t *f,
                                         apr_bucket_brigade *bb)
 {
@@ -397,10 +361,6 @@ static int sbt_log_transaction(request_rec *r)
     return DECLINED;
 }
 
-/* ---------------------------------------------------------------- */
-/* Startup                                                          */
-/* ---------------------------------------------------------------- */
-
 /** A listener whose send buffer core's SendBufferSize locked: every
  *  socket it accepts inherits the lock.  Read from the socket itself. */
 static void sbt_report_listeners(server_rec *s)
@@ -410,16 +370,15 @@ static void sbt_report_listeners(server_rec *s)
     for (lr = ap_listeners; lr; lr = lr->next) {
         int size = sbt_sock_listener_locked(lr->sd);
 
-        if (!size) {
-            continue;
+        if (size) {
+            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, "listener %pI: "
+                         "its send buffer is locked at %d bytes (core "
+                         "SendBufferSize), so every socket it accepts starts "
+                         "without kernel autotuning; SndbufTune overrides it "
+                         "per request (unset gives autotuning back), where "
+                         "none applies it stays: consider removing "
+                         "SendBufferSize", lr->bind_addr, size);
         }
-        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
-                     "listener %pI: its send buffer is locked at %d bytes "
-                     "(core SendBufferSize), so every socket it accepts "
-                     "starts without kernel autotuning; SndbufTune overrides "
-                     "it per request (unset gives autotuning back), where "
-                     "none applies it stays: consider removing "
-                     "SendBufferSize", lr->bind_addr, size);
     }
 }
 
@@ -454,6 +413,7 @@ static int sbt_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
         sbt_report_kernel(ptemp, s);
         sbt_report_listeners(s);
+        sbt_config_warn_remoteip(s);
     }
     return OK;
 }
@@ -461,17 +421,14 @@ static int sbt_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 static void sbt_register_hooks(apr_pool_t *p)
 {
     (void)p;
-    /* Kernel limits, once the configuration is read and the listeners
-     * are open (the MPM's open_logs), before children fork, so they
-     * inherit the answers. */
+    /* Kernel limits once the configuration is read and the listeners are
+     * open (the MPM's open_logs), before children fork to inherit them. */
     ap_hook_post_config(sbt_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-    /* insert_filter: the last hook before the handler, after every
-     * fixup.  The name-based vhost (Host: or SNI, in r->server) is known
-     * since post_read_request, but the per-dir config is final only now:
-     * mod_dir (DirectoryIndex) and mod_negotiation (MultiViews) replace
-     * it in their fixups with the chosen file's, without running the
-     * fixups again.  Internal redirects (ErrorDocument, mod_rewrite [PT])
-     * run it again for the request that replaces the first. */
+    /* insert_filter, the last hook before the handler: the per-dir config
+     * is final only now, as mod_dir (DirectoryIndex) and mod_negotiation
+     * (MultiViews) replace it in their fixups with the chosen file's
+     * without running the fixups again.  Internal redirects run it again
+     * for the request that replaces the first. */
     ap_hook_insert_filter(sbt_insert_filter, NULL, NULL, APR_HOOK_MIDDLE);
     /* log_transaction: the response is written (for HTTP/1 the EOR
      * bucket is gone), so the kernel's figures cover all of it.  FIRST:

@@ -1,19 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * sndbuf_config.c: the directives, the merge rules and the one function
- * that turns them into the policy for a request.
- *
- * The values are parsed by sndbuf_parse.c, which returns NULL or a short
- * reason; the directive handlers here prefix the directive's name and
- * the offending token, because httpd does not do that for a module.
+ * sndbuf_config.c: the directives, their merge, and sbt_decide, which
+ * turns them into a request's policy.  sndbuf_parse.c returns a short
+ * reason; the handlers here prefix the directive's name and the offending
+ * token, because httpd does not do that for a module.
  */
 
 #include "httpd.h"
 #include "http_config.h"
-#include "http_core.h"
 #include "http_log.h"
-#include "http_main.h"
 
 #include "apr_strings.h"
 
@@ -26,10 +22,6 @@ APLOG_USE_MODULE(sndbuf_tune);
  * SBT_AUTO_MAX_FALLBACK only applies where wmem_max cannot be read. */
 #define SBT_AUTO_MIN_DEFAULT   (8 * 1024)
 #define SBT_AUTO_MAX_FALLBACK  (4 * 1024 * 1024)
-
-/* The nearer scope's field unless it left it SBT_UNSET. */
-#define SBT_MERGE(conf, base, add, field) \
-    ((conf)->field = (add)->field != SBT_UNSET ? (add)->field : (base)->field)
 
 /* The largest size any directive of the configuration being read asks
  * for, for the startup warning about net.core.wmem_max. */
@@ -48,70 +40,63 @@ static void sbt_note_size(int size)
 }
 
 /** "<directive>: '<value>': <reason>" */
-static const char *sbt_bad(cmd_parms *cmd, const char *value,
-                           const char *why)
+static const char *sbt_bad(cmd_parms *cmd, const char *value, const char *why)
 {
     return apr_psprintf(cmd->pool, "%s: '%s': %s", cmd->cmd->name, value,
                         why);
 }
 
-/** "unset", "auto" or a size, into @a t. */
-static const char *sbt_parse_setting(const char *arg, sbt_setting_t *t)
+#define SBT_POLICY_HINT "expected none, unset, auto or a size from 4k " \
+                        "to 1g such as 256k"
+
+/** "none", "unset", "auto" or a size, into @a t. */
+static const char *sbt_parse_setting(cmd_parms *cmd, const char *arg,
+                                     sbt_setting_t *t)
 {
     int policy, size;
     const char *why = sbt_parse_policy(arg, &policy, &size);
 
-    if (!why) {
-        t->policy = (sbt_policy_e)policy;
-        t->size = size;
-        sbt_note_size(size);
+    if (why) {
+        return apr_pstrcat(cmd->pool, why, "; " SBT_POLICY_HINT, NULL);
     }
-    return why;
+    t->policy = (sbt_policy_e)policy;
+    t->size = size;
+    sbt_note_size(size);
+    return NULL;
 }
 
-/**
- * TRUE when the directive is read from a .htaccess.  The server's own
- * files run their directives with RSRC_CONF (server, <VirtualHost>) or
- * ACCESS_CONF (<Directory>, <Location>, <Files>, <If>) in cmd->override;
- * a .htaccess only with the OR_* classes of AllowOverride, also inside
- * its <Files> and <If> (core keeps the override there), and a directive
- * named by AllowOverrideList passes without either.
- */
+/* The server's own files run directives with RSRC_CONF or ACCESS_CONF in
+ * cmd->override; a .htaccess only with AllowOverride's OR_* classes (in
+ * its <Files> and <If> too), or none for one AllowOverrideList names. */
 static int sbt_in_htaccess(const cmd_parms *cmd)
 {
     return !(cmd->override & (RSRC_CONF | ACCESS_CONF));
 }
 
-/** Where @a cmd's line stands, into @a t: rule_env "<Location /bulk>",
- *  "server config" or ".htaccess"; rule the same with " at file:line". */
-static void sbt_rule_name(cmd_parms *cmd, sbt_setting_t *t)
+/** Where @a cmd's line stands, into @a t: rule_env @a env, or else
+ *  "<Location /bulk>", "server config" or ".htaccess"; rule the same with
+ *  " at file:line". */
+static void sbt_rule_name(cmd_parms *cmd, const char *env, sbt_setting_t *t)
 {
     const ap_directive_t *d = cmd->directive, *sect = d->parent;
 
-    t->rule_env = sect ? apr_pstrcat(cmd->pool, sect->directive, " ",
+    t->rule_env = env ? env
+                : sect ? apr_pstrcat(cmd->pool, sect->directive, " ",
                                      sect->args, NULL)
                 : sbt_in_htaccess(cmd) ? ".htaccess" : "server config";
     t->rule = apr_psprintf(cmd->pool, "%s at %s:%d", t->rule_env,
                            d->filename, d->line_num);
 }
 
-/* ---------------------------------------------------------------- */
-/* Directives                                                       */
-/* ---------------------------------------------------------------- */
-
-#define SBT_POLICY_HINT "expected none, unset, auto or a size from 4k " \
-                        "to 1g such as 256k"
-
 static const char *sbt_cmd_tune(cmd_parms *cmd, void *dconf, const char *arg)
 {
     sbt_dir_conf_t *conf = dconf;
     const char *why;
 
-    if ((why = sbt_parse_setting(arg, &conf->tune)) != NULL) {
-        return apr_psprintf(cmd->pool, "%s: '%s': %s; " SBT_POLICY_HINT,
-                            cmd->cmd->name, arg, why);
+    if ((why = sbt_parse_setting(cmd, arg, &conf->tune)) != NULL) {
+        return sbt_bad(cmd, arg, why);
     }
-    sbt_rule_name(cmd, &conf->tune);
+    sbt_rule_name(cmd, NULL, &conf->tune);
     /* cmd->path is set inside <Directory>, <Location> and <Files>. */
     conf->tune_in_section = cmd->path != NULL;
     conf->tune_in_htaccess = sbt_in_htaccess(cmd);
@@ -170,8 +155,7 @@ static const char *sbt_full_form(apr_pool_t *p, const char *arg)
     }
     return apr_psprintf(p, "%.*s%s/%s", (int)len, arg,
                         parts == 1 ? ".0.0.0" : parts == 2 ? ".0.0" : ".0",
-                        slash ? slash + 1
-                              : apr_itoa(p, 8 * parts));
+                        slash ? slash + 1 : apr_itoa(p, 8 * parts));
 }
 
 /** The network of a SndbufTuneNetwork line, with a suggestion when its
@@ -204,18 +188,15 @@ static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
     const char *why, *bad = cidr;
 
     (void)dummy;
-    /* httpd refuses it there even when AllowOverrideList names it; were
-     * it let through, a request would add a rule from its own pool to
-     * the server's table. */
+    /* Refused there, as httpd does, even when AllowOverrideList names it:
+     * a request would add a rule from its own pool to the server's table. */
     if (sbt_in_htaccess(cmd)) {
         return apr_pstrcat(cmd->pool, cmd->cmd->name, " not allowed here",
                            NULL);
     }
     if ((why = sbt_cmd_cidr(cmd, cidr, &net->net)) == NULL) {
         bad = policy;
-        if ((why = sbt_parse_setting(policy, &net->tune)) != NULL) {
-            why = apr_pstrcat(cmd->pool, why, "; " SBT_POLICY_HINT, NULL);
-        }
+        why = sbt_parse_setting(cmd, policy, &net->tune);
     }
     if (!why && rate) {
         bad = rate;
@@ -226,11 +207,8 @@ static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
     if (why) {
         return sbt_bad(cmd, bad, why);
     }
-    net->tune.rule_env = apr_pstrcat(cmd->pool, "SndbufTuneNetwork ", cidr,
-                                     NULL);
-    net->tune.rule = apr_psprintf(cmd->pool, "%s at %s:%d", net->tune.rule_env,
-                                  cmd->directive->filename,
-                                  cmd->directive->line_num);
+    sbt_rule_name(cmd, apr_pstrcat(cmd->pool, "SndbufTuneNetwork ", cidr,
+                                   NULL), &net->tune);
     if (!sconf->rules) {
         sconf->rules = sbt_rules_make(cmd->pool);
     }
@@ -242,11 +220,9 @@ static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
 }
 
 const command_rec sbt_cmds[] = {
-    /* RSRC_CONF|ACCESS_CONF: server, <VirtualHost>, <Directory>,
-     * <Location>, <Files>; in no AllowOverride class, where any user
-     * could pin server memory.  An administrator who names them in
-     * AllowOverrideList still keeps the .htaccess under the max of the
-     * SndbufTuneLimits in force outside it. */
+    /* In no AllowOverride class, where any user could pin server memory;
+     * a .htaccess let through by AllowOverrideList stays under the max of
+     * the SndbufTuneLimits in force outside it. */
     AP_INIT_TAKE1("SndbufTune", sbt_cmd_tune, NULL, RSRC_CONF | ACCESS_CONF,
                   "none (leave the socket alone), unset (kernel "
                   "autotuning), auto (RTT x bandwidth) or a send buffer "
@@ -265,10 +241,6 @@ const command_rec sbt_cmds[] = {
     {NULL}
 };
 
-/* ---------------------------------------------------------------- */
-/* Creation and merging                                             */
-/* ---------------------------------------------------------------- */
-
 void *sbt_create_dir_conf(apr_pool_t *p, char *dir)
 {
     sbt_dir_conf_t *conf = apr_pcalloc(p, sizeof(*conf));
@@ -284,39 +256,28 @@ void *sbt_create_dir_conf(apr_pool_t *p, char *dir)
 void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
 {
     const sbt_dir_conf_t *base = basev, *add = addv;
+    /* A SndbufTune line travels whole (a nearer scope's size never
+     * combines with a farther scope's policy), and so do the limits. */
+    const sbt_dir_conf_t *tune = add->tune_in_section != SBT_UNSET ? add
+                                                                   : base;
+    const sbt_dir_conf_t *limits = add->limit_max != SBT_UNSET ? add : base;
     sbt_dir_conf_t *conf = apr_palloc(p, sizeof(*conf));
 
-    /* A SndbufTune line travels whole: a nearer scope's size never
-     * combines with a farther scope's policy. */
-    if (add->tune_in_section != SBT_UNSET) {
-        conf->tune = add->tune;
-        conf->tune_in_section = add->tune_in_section;
-        conf->tune_in_htaccess = add->tune_in_htaccess;
-    }
-    else {
-        conf->tune = base->tune;
-        conf->tune_in_section = base->tune_in_section;
-        conf->tune_in_htaccess = base->tune_in_htaccess;
-    }
-    SBT_MERGE(conf, base, add, rate);
-    if (add->limit_max != SBT_UNSET) {
-        conf->limit_min = add->limit_min;
-        conf->limit_max = add->limit_max;
-    }
-    else {
-        conf->limit_min = base->limit_min;
-        conf->limit_max = base->limit_max;
-    }
-    SBT_MERGE(conf, base, add, limit_cap);
+    conf->tune = tune->tune;
+    conf->tune_in_section = tune->tune_in_section;
+    conf->tune_in_htaccess = tune->tune_in_htaccess;
+    conf->rate = add->rate != SBT_UNSET ? add->rate : base->rate;
+    conf->limit_min = limits->limit_min;
+    conf->limit_max = limits->limit_max;
+    conf->limit_cap = add->limit_cap != SBT_UNSET ? add->limit_cap
+                                                  : base->limit_cap;
     return conf;
 }
 
 void *sbt_create_srv_conf(apr_pool_t *p, server_rec *s)
 {
-    sbt_srv_conf_t *conf = apr_pcalloc(p, sizeof(*conf));
-
     (void)s;
-    return conf;
+    return apr_pcalloc(p, sizeof(sbt_srv_conf_t));
 }
 
 void *sbt_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
@@ -331,15 +292,9 @@ void *sbt_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
     return conf;
 }
 
-/* ---------------------------------------------------------------- */
-/* The policy for a request                                         */
-/* ---------------------------------------------------------------- */
-
-/**
- * A size a .htaccess chose above the limits' max comes down to it, and
- * the rule says so (SNDBUF_TUNE_RULE, the debug log): the administrator's
- * SndbufTuneLimits bounds what any site owner's .htaccess can pin.
- */
+/** A .htaccess size above the limits' max comes down to it, and the rule
+ *  says so: the administrator's SndbufTuneLimits bounds what any site
+ *  owner's .htaccess can pin. */
 static void sbt_clamp_htaccess(request_rec *r, sbt_decision_t *d)
 {
     if (d->tune.policy != SBT_POLICY_FIXED || d->tune.size <= d->limit_max) {
@@ -404,10 +359,6 @@ static int sbt_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
     return OK;
 }
 
-/* ---------------------------------------------------------------- */
-/* Network rules behind mod_remoteip                                */
-/* ---------------------------------------------------------------- */
-
 /** mod_remoteip's directives among one server's own lines (mod_remoteip
  *  keeps its configuration to itself; the tree of directives is public). */
 typedef struct {
@@ -446,14 +397,11 @@ static const ap_directive_t *sbt_vhost_section(const server_rec *s)
     return NULL;
 }
 
-/**
- * With RemoteIPHeader and no proxy listed, mod_remoteip believes the
- * header from every peer (its proxy list is the only check), so any
- * client picks the SndbufTuneNetwork rule it gets with one header line.
- * mod_remoteip's own merge: a vhost's header or proxy list, if it has
- * one, else the main server's.
- */
-static void sbt_warn_remoteip(server_rec *main_s)
+/* With RemoteIPHeader and no proxy listed, mod_remoteip believes the
+ * header from every peer, so any client picks its SndbufTuneNetwork rule
+ * with one header line.  mod_remoteip's merge: a vhost's header or proxy
+ * list, if it has one, else the main server's. */
+void sbt_config_warn_remoteip(server_rec *main_s)
 {
     sbt_remoteip_seen_t top = {NULL, 0};
     server_rec *s;
@@ -492,22 +440,7 @@ static void sbt_warn_remoteip(server_rec *main_s)
     }
 }
 
-static int sbt_config_post_config(apr_pool_t *pconf, apr_pool_t *plog,
-                                  apr_pool_t *ptemp, server_rec *s)
-{
-    (void)pconf; (void)plog; (void)ptemp;
-    /* Once per start or restart, not again in the preflight pass. */
-    if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
-        sbt_warn_remoteip(s);
-    }
-    return OK;
-}
-
 void sbt_config_register_hooks(void)
 {
-    /* Before the directives are read. */
     ap_hook_pre_config(sbt_config_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
-    /* Once they are read and the vhosts merged. */
-    ap_hook_post_config(sbt_config_post_config, NULL, NULL,
-                        APR_HOOK_MIDDLE);
 }

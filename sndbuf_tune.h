@@ -2,12 +2,9 @@
 
 /**
  * @file  sndbuf_tune.h
- * @brief mod_sndbuf_tune: types shared by its source files.
- *
- * README.md's Layout says what each file holds.
- *
- * Each file writes only its own state; names shared between files carry
- * the prefix sbt_ (sndbuf_tune).
+ * @brief mod_sndbuf_tune: types shared by its source files (README.md's
+ *        Layout says what each holds).  Each file writes only its own
+ *        state; names shared between files carry the prefix sbt_.
  */
 
 #ifndef SNDBUF_TUNE_H
@@ -30,8 +27,8 @@ extern module AP_MODULE_DECLARE_DATA sndbuf_tune_module;
 #define SBT_NOTE_REQUESTED  "SNDBUF_TUNE_REQUESTED"
 #define SBT_NOTE_EFFECTIVE  "SNDBUF_TUNE_EFFECTIVE"
 #define SBT_NOTE_RULE       "SNDBUF_TUNE_RULE"
-/* The outcome, set once the response is written (log_transaction);
- * REQUESTED and EFFECTIVE are brought up to date then too. */
+/* The outcome, set once the response is written (log_transaction), when
+ * REQUESTED and EFFECTIVE are brought up to date too. */
 #define SBT_NOTE_RTT        "SNDBUF_TUNE_RTT_US"
 #define SBT_NOTE_BW         "SNDBUF_TUNE_BW_BPS"
 #define SBT_NOTE_RETUNES    "SNDBUF_TUNE_RETUNES"
@@ -43,47 +40,36 @@ extern module AP_MODULE_DECLARE_DATA sndbuf_tune_module;
 /** What one SndbufTune or SndbufTuneNetwork line asks for. */
 typedef struct {
     sbt_policy_e policy;
-    /** SO_SNDBUF argument, for SBT_POLICY_FIXED. */
-    int size;
-    /** Assumed path rate in bytes/s for auto; 0 = measure it. */
-    apr_uint64_t rate;
-    /** Where the line stands, for logs and the note SNDBUF_TUNE_RULE. */
-    const char *rule;
-    /** The same without " at file:line", for the environment variable:
-     *  it reaches CGI and SSI, which have no business knowing the
-     *  configuration's paths. */
+    int size;                   /**< SO_SNDBUF argument, for FIXED */
+    apr_uint64_t rate;          /**< auto's path rate (bytes/s); 0: measure */
+    const char *rule;           /**< where the line stands: logs, the note */
+    /** The same without " at file:line", for the environment: CGI and SSI
+     *  have no business knowing the configuration's paths. */
     const char *rule_env;
 } sbt_setting_t;
 
-/** A field a scope leaves to the scopes around it: the merge's marker
- *  (as mod_reqtimeout's UNSET), so that 0 and NONE can be said. */
+/** A field a scope leaves to the scopes around it (mod_reqtimeout's
+ *  UNSET), so that 0 and NONE can be said. */
 #define SBT_UNSET (-1)
 
 typedef struct {
-    /** SndbufTune (policy NONE: "none", leave the socket alone); read
-     *  only where tune_in_section is not SBT_UNSET. */
-    sbt_setting_t tune;
-    /** SBT_UNSET: no SndbufTune in this scope.  1: it came from
-     *  <Directory>, <Location> or <Files>, so it beats client network
-     *  rules (which beat vhost-wide lines, 0). */
+    sbt_setting_t tune;         /**< SndbufTune; NONE: leave the socket */
+    /** SBT_UNSET: no SndbufTune here.  1: in <Directory>, <Location> or
+     *  <Files>, so it beats network rules (which beat vhost-wide lines). */
     int tune_in_section;
-    /** The SndbufTune came from a .htaccess: its size is held to the
-     *  limits' max, as auto's is. */
+    /** From a .htaccess: its size is held to the limits' max, as auto's. */
     int tune_in_htaccess;
-    /** SndbufTuneBandwidth in bytes/s; 0: measure; SBT_UNSET. */
-    apr_int64_t rate;
-    /** SndbufTuneLimits, set together; SBT_UNSET. */
-    int limit_min;
+    apr_int64_t rate;           /**< SndbufTuneBandwidth; 0: measure */
+    int limit_min;              /**< SndbufTuneLimits, set together */
     int limit_max;
-    /** The max of a SndbufTuneLimits outside .htaccess: no .htaccess
-     *  raises the limits past it; SBT_UNSET. */
+    /** The max of a SndbufTuneLimits outside .htaccess, which no
+     *  .htaccess raises the limits past. */
     int limit_cap;
 } sbt_dir_conf_t;
 
 /** One SndbufTuneNetwork rule. */
 typedef struct {
-    /** The network, host bits clear. */
-    sbt_cidr_t net;
+    sbt_cidr_t net;             /**< host bits clear */
     sbt_setting_t tune;
 } sbt_network_t;
 
@@ -91,8 +77,7 @@ typedef struct {
 typedef struct sbt_rules_t sbt_rules_t;
 
 typedef struct sbt_srv_conf_t {
-    /** This server's own SndbufTuneNetwork rules; NULL: none. */
-    sbt_rules_t *rules;
+    sbt_rules_t *rules;         /**< its own SndbufTuneNetwork; NULL: none */
     /** The main server's rules, shared by every vhost, not copied. */
     const sbt_rules_t *base_rules;
 } sbt_srv_conf_t;
@@ -102,16 +87,11 @@ typedef struct {
     sbt_setting_t tune;
     int limit_min;
     int limit_max;
-    /** The SndbufTuneNetwork rule that decided, or NULL. */
-    const sbt_network_t *network;
-    /** A .htaccess size came down to limit_max (the status page counts
-     *  it as clamped). */
-    int clamped;
+    const sbt_network_t *network; /**< the rule that decided, or NULL */
+    int clamped;                /**< a .htaccess size cut to limit_max */
 } sbt_decision_t;
 
-/* ---------------------------------------------------------------- */
-/* sndbuf_socket.c: the socket                                      */
-/* ---------------------------------------------------------------- */
+/* sndbuf_socket.c: the socket */
 
 /** Who governs a socket's send buffer, as far as the module knows. */
 typedef enum {
@@ -127,12 +107,9 @@ typedef enum {
 typedef struct {
     int fd;                     /**< -1: no socket to act on */
     sbt_sock_state_e state;
-    /** Our last SO_SNDBUF argument, when state is SBT_SOCK_FIXED. */
-    int requested;
-    /** getsockopt(SO_SNDBUF) after our last look; -1 unknown. */
-    int effective;
-    /** We asked the kernel to pace it (once: pacing stays on). */
-    int paced;
+    int requested;              /**< our last SO_SNDBUF argument, if FIXED */
+    int effective;              /**< getsockopt(SO_SNDBUF); -1 unknown */
+    int paced;                  /**< pacing asked for (it stays on) */
 } sbt_sock_t;
 
 /** What one operation on a socket did, for the caller to log and count. */
@@ -148,7 +125,6 @@ void sbt_sock_init(sbt_sock_t *s, apr_socket_t *csd);
 /** Re-read the descriptor of @a csd: -1 once the MPM has closed it (the
  *  bare number may already be another connection's). */
 void sbt_sock_attach(sbt_sock_t *s, apr_socket_t *csd);
-/** Is there a socket to act on? */
 int sbt_sock_open(const sbt_sock_t *s);
 /** getsockopt(SO_SNDBUF) after the last look; -1 unknown. */
 int sbt_sock_effective(const sbt_sock_t *s);
@@ -156,8 +132,8 @@ int sbt_sock_effective(const sbt_sock_t *s);
 void sbt_sock_fix(sbt_sock_t *s, int size, int shared, sbt_sock_did_t *did);
 /** Turn on the kernel's pacing, once per socket. */
 void sbt_sock_pace(sbt_sock_t *s, sbt_sock_did_t *did);
-/** Give the buffer to kernel autotuning; on a @a shared socket never
- *  undo another stream's size. */
+/** Give the buffer to autotuning; a @a shared socket keeps another
+ *  stream's size. */
 void sbt_sock_unset(sbt_sock_t *s, int shared, sbt_sock_did_t *did);
 /** Learn who governs an UNKNOWN socket (one system call). */
 void sbt_sock_resolve(sbt_sock_t *s, sbt_sock_did_t *did);
@@ -169,8 +145,7 @@ void sbt_sock_recheck(sbt_sock_t *s, sbt_sock_did_t *did);
 int sbt_sock_locked_at(const sbt_sock_t *s);
 /** The kernel's buffer as last seen, or its initial size if unknown. */
 int sbt_sock_known_size(const sbt_sock_t *s);
-/** Give a locked buffer back to autotuning at the size it has (auto:
- *  a lock that would be worse than autotuning). */
+/** Give a lock worse than autotuning back to it, at the size it has. */
 void sbt_sock_give_back(sbt_sock_t *s, sbt_sock_did_t *did);
 /** TCP_INFO of the socket.  FALSE (and @a did says why) on failure. */
 int sbt_sock_info(const sbt_sock_t *s, sbt_tcp_info_t *ti,
@@ -180,10 +155,10 @@ int sbt_sock_listener_locked(apr_socket_t *sd);
 /** Does the socket's congestion control fill queues by design (not
  *  bbr)?  Unknown counts as loss-based, the kernel's default. */
 int sbt_sock_loss_based(const sbt_sock_t *s);
+
 /** What the socket calls for one response came to, for the status page. */
 typedef struct {
-    int clamped;                /**< a size was clamped (limits, 2 x MSS,
-                                 *   wmem_max) */
+    int clamped;                /**< limits, 2 x MSS or wmem_max cut a size */
     int failures;               /**< socket calls that failed */
 } sbt_tally_t;
 
@@ -191,9 +166,7 @@ typedef struct {
  *  rest at debug). */
 void sbt_sock_tally(conn_rec *c, const sbt_sock_did_t *did, sbt_tally_t *t);
 
-/* ---------------------------------------------------------------- */
-/* sndbuf_conn.c: per connection                                    */
-/* ---------------------------------------------------------------- */
+/* sndbuf_conn.c: per connection */
 
 typedef struct sbt_auto_t sbt_auto_t;
 
@@ -205,25 +178,21 @@ typedef struct {
     /** sndbuf_socket.c's; re-read from @c csd at each sbt_conn_enter. */
     sbt_sock_t sock;
     /** The connection's socket: APR sets its descriptor to -1 when the
-     *  MPM closes it, which the bare number cannot tell (it may already
-     *  be another connection's). */
+     *  MPM closes it, which the bare number cannot tell. */
     apr_socket_t *csd;
 #if APR_HAS_THREADS
-    /** sndbuf_conn.c: serialises this connection's HTTP/2 streams
-     *  and its own thread once it speaks HTTP/2; NULL on a connection
-     *  that cannot (its streams would fall back to one lock per
-     *  process). */
+    /** sndbuf_conn.c: serialises the HTTP/2 streams and the primary's
+     *  thread; NULL where it cannot (streams share one per process). */
     apr_thread_mutex_t *mutex;
 #endif
-    /** sndbuf_auto.c: the measured rate, carried to the next response
-     *  (bytes/s; 0 = nothing measured yet). */
+    /** sndbuf_auto.c: the measured rate (bytes/s; 0: none yet), carried
+     *  to the next response. */
     apr_uint64_t rate_estimate;
-    /** sndbuf_conn.c (sbt_conn_follow): the HTTP/1 response auto
-     *  follows while the event MPM writes it without a worker (write
-     *  completion), or NULL; never past its request's pool. */
+    /** sndbuf_conn.c: the HTTP/1 response auto follows while the event
+     *  MPM writes it without a worker, or NULL; never past its pool. */
     sbt_auto_t *draining;
     /** mod_sndbuf_tune.c: TCP_INFO where the previous response ended,
-     *  the next one's baseline; valid == 0 when there is none. */
+     *  the next one's baseline; valid == 0: none. */
     sbt_tcp_info_t last_end;
 } sbt_conn_t;
 
@@ -238,35 +207,24 @@ void sbt_conn_follow(sbt_conn_t *conn, sbt_auto_t *au, apr_pool_t *pool);
 sbt_auto_t *sbt_conn_draining(conn_rec *c);
 void sbt_conn_register_hooks(void);
 
-/* ---------------------------------------------------------------- */
-/* mod_sndbuf_tune.c: per request                                   */
-/* ---------------------------------------------------------------- */
+/* mod_sndbuf_tune.c: per request */
 
 /** Per request a policy applies to (r->request_config). */
 typedef struct {
     sbt_decision_t d;
-    /** HTTP/2 stream: its socket is shared with other streams. */
-    int shared;
-    /** The buffer in force when the policy was applied (bytes; 0: no
-     *  socket), the bytes of the response passed so far, and whether it
-     *  is still to be seen if the response fits in it. */
+    int shared;                 /**< HTTP/2 stream: the socket is shared */
+    /** The buffer in force when the policy was applied (0: no socket),
+     *  the response's bytes passed so far, and whether it is still to be
+     *  seen if the response fits in it. */
     apr_off_t fits;
     apr_off_t passed;
     int watching;
-    /** The response went past the buffer in force and was measured:
-     *  @c start holds the baseline of its figures. */
+    /** The response outgrew the buffer: @c start is its baseline. */
     int measured;
     sbt_tcp_info_t start;
     sbt_tally_t tally;
-    /** auto's controller for this response, or NULL (sbt_auto_begin's,
-     *  kept here by mod_sndbuf_tune.c). */
-    sbt_auto_t *au;
+    sbt_auto_t *au;             /**< auto's controller, or NULL */
 } sbt_req_t;
-
-
-/* ---------------------------------------------------------------- */
-/* Other files                                                      */
-/* ---------------------------------------------------------------- */
 
 /* sndbuf_config.c */
 extern const command_rec sbt_cmds[];
@@ -278,12 +236,13 @@ void *sbt_merge_srv_conf(apr_pool_t *p, void *basev, void *addv);
 int sbt_decide(request_rec *r, sbt_decision_t *d);
 /** The largest size any directive of this configuration asks for. */
 int sbt_config_largest_size(void);
+/** Warn where mod_remoteip lets any client choose its network rule. */
+void sbt_config_warn_remoteip(server_rec *main_s);
 void sbt_config_register_hooks(void);
 
 /* sndbuf_rules.c */
 sbt_rules_t *sbt_rules_make(apr_pool_t *p);
-/** Add @a rule (kept by pointer); returns the rule it duplicates, or
- *  NULL. */
+/** Add @a rule (kept by pointer); the rule it duplicates, or NULL. */
 const sbt_network_t *sbt_rules_add(sbt_rules_t *t, const sbt_network_t *rule);
 /** Every rule in configuration order (const sbt_network_t *). */
 const apr_array_header_t *sbt_rules_all(const sbt_rules_t *t);
@@ -294,8 +253,8 @@ const sbt_network_t *sbt_rules_match(const sbt_rules_t *own,
                                      const apr_sockaddr_t *client);
 
 /* sndbuf_auto.c */
-/** Start auto for a response that is larger than the buffer in force:
- *  its controller, or NULL; @a done says what was done (debug log). */
+/** Start auto for a response larger than the buffer in force: its
+ *  controller, or NULL; @a done says what was done (debug log). */
 sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
                            sbt_conn_t *conn, const char **done);
 /** Pass @a bb on, cut so that auto can look between the pieces. */
@@ -312,10 +271,10 @@ void sbt_auto_end(const sbt_auto_t *au, sbt_auto_outcome_t *o);
 void sbt_auto_register_hooks(void);
 
 /* sndbuf_path.c */
-/** Record connection @a conn's minimum RTT for the path to @a client and
- *  return the path's: the lowest any connection to that address has
- *  measured lately (@a own_us when none is lower, or when unknown);
- *  @a shared: another connection of this process looks at it too. */
+/** Record @a conn's minimum RTT for the path to @a client; return the
+ *  lowest any connection to it measured lately (@a own_us if none is
+ *  lower, or unknown); @a shared: another connection of this process
+ *  looks at it too. */
 apr_uint32_t sbt_path_look(const apr_sockaddr_t *client, const void *conn,
                            apr_uint32_t own_us, int *shared);
 /** Connection @a conn's response has ended: it shares the path no more. */
@@ -325,15 +284,11 @@ void sbt_path_register_hooks(void);
 /** What became of one request, for the status page's counters. */
 typedef struct {
     sbt_policy_e policy;
-    /** The vhost (r->server) and the network rule (NULL: none) whose
-     *  counters it adds to. */
-    server_rec *server;
-    const sbt_network_t *network;
+    server_rec *server;         /**< the vhost (r->server) it counts for */
+    const sbt_network_t *network; /**< the rule it counts for, or NULL */
     apr_off_t bytes_sent;
-    /** getsockopt(SO_SNDBUF) at the end; -1 unknown. */
-    int effective;
-    /** Send-buffer-limited for more than 10% of the response. */
-    int sndbuf_limited;
+    int effective;              /**< SO_SNDBUF at the end; -1 unknown */
+    int sndbuf_limited;         /**< for over 10% of the response time */
     int clamped;
     int failures;
 } sbt_outcome_t;
