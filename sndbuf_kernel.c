@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * sndbuf_kernel.c: socket options and sysctls, behind errno-returning
- * wrappers.  Linux-only features are compiled in when the headers have
- * them and reported as ENOTSUP otherwise, so the module builds anywhere
- * APR does.
+ * sndbuf_kernel.c: socket options and sysctls (sndbuf_kernel.h).  Linux's
+ * own features are built where the headers have them, so the module
+ * builds anywhere APR does.
  */
 
 #include <errno.h>
@@ -32,30 +31,29 @@
 
 sbt_kernel_t sbt_kernel;
 
-/* SO_BUF_LOCK bits, as the kernel defines SOCK_SNDBUF_LOCK/RCVBUF_LOCK. */
+/* SO_BUF_LOCK's send bit, the kernel's SOCK_SNDBUF_LOCK. */
 #define SBT_SNDBUF_LOCK 1
 
-static int read_sysctl_u32s(const char *path, apr_uint32_t *out,
-                            int n)
+static void read_sysctl_u32s(const char *path, apr_uint32_t *out, int n)
 {
     FILE *f = fopen(path, "r");
     unsigned long v;
     int i = 0;
 
     if (!f) {
-        return 0;
+        return;
     }
     while (i < n && fscanf(f, "%lu", &v) == 1) {
         out[i++] = (apr_uint32_t)v;
     }
     fclose(f);
-    return i;
 }
 
 void sbt_kernel_probe(void)
 {
     sbt_kernel_t *k = &sbt_kernel;
-    int fd;
+    sbt_tcp_info_t ti;
+    int fd, locked;
 
     memset(k, 0, sizeof(*k));
     read_sysctl_u32s("/proc/sys/net/core/wmem_max", &k->wmem_max, 1);
@@ -67,22 +65,8 @@ void sbt_kernel_probe(void)
     if (fd < 0) {
         return;
     }
-#ifdef SBT_HAVE_BUF_LOCK
-    {
-        int v = 0;
-        socklen_t len = sizeof(v);
-        k->has_buf_lock = getsockopt(fd, SOL_SOCKET, SO_BUF_LOCK,
-                                     &v, &len) == 0;
-    }
-#endif
-#ifdef SBT_HAVE_TCP_INFO
-    {
-        struct tcp_info ti;
-        socklen_t len = sizeof(ti);
-        k->has_tcp_info = getsockopt(fd, IPPROTO_TCP, TCP_INFO,
-                                     &ti, &len) == 0;
-    }
-#endif
+    k->has_buf_lock = sbt_sock_sndbuf_locked(fd, &locked) == 0;
+    k->has_tcp_info = sbt_sock_tcp_info(fd, &ti) == 0;
     close(fd);
 }
 
@@ -177,14 +161,21 @@ int sbt_sock_fd(apr_socket_t *sock)
     return (int)fd;
 }
 
+/* getsockopt, or EBADF for the fd -1 of a closed socket. */
+static int sbt_getsockopt(int fd, int level, int opt, void *v,
+                          socklen_t *len)
+{
+    if (fd < 0) {
+        return EBADF;
+    }
+    return getsockopt(fd, level, opt, v, len) ? errno : 0;
+}
+
 int sbt_sock_get_sndbuf(int fd, int *bytes)
 {
     socklen_t len = sizeof(*bytes);
 
-    if (fd < 0) {
-        return EBADF;
-    }
-    return getsockopt(fd, SOL_SOCKET, SO_SNDBUF, bytes, &len) ? errno : 0;
+    return sbt_getsockopt(fd, SOL_SOCKET, SO_SNDBUF, bytes, &len);
 }
 
 int sbt_sock_set_sndbuf(int fd, int bytes)
@@ -199,10 +190,9 @@ int sbt_sock_set_sndbuf(int fd, int bytes)
 int sbt_sock_set_pacing(int fd)
 {
 #ifdef SO_MAX_PACING_RATE
-    /* Any rate but ~0 (no cap) marks the socket as needing pacing, which
-     * TCP then does itself at the rate it computes.  A 64-bit kernel
-     * reads all 8 bytes, a 32-bit one the first 4: neither half is ~0,
-     * whatever the byte order. */
+    /* Any rate but ~0 (no cap) makes TCP pace at the rate it computes.
+     * A 64-bit kernel reads 8 bytes, a 32-bit one the first 4: neither
+     * half is ~0, whatever the byte order. */
     uint64_t rate = UINT64_C(0xfffffffefffffffe);
 
     if (fd < 0) {
@@ -219,14 +209,11 @@ int sbt_sock_set_pacing(int fd)
 int sbt_sock_sndbuf_locked(int fd, int *locked)
 {
 #ifdef SBT_HAVE_BUF_LOCK
-    int locks = 0;
+    int locks = 0, rv;
     socklen_t len = sizeof(locks);
 
-    if (fd < 0) {
-        return EBADF;
-    }
-    if (getsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &locks, &len)) {
-        return errno;
+    if ((rv = sbt_getsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &locks, &len))) {
+        return rv;
     }
     *locked = (locks & SBT_SNDBUF_LOCK) != 0;
     return 0;
@@ -242,25 +229,20 @@ int sbt_sock_release_sndbuf(int fd, int initial, int restore_to)
     int locks = 0, rv;
     socklen_t len = sizeof(locks);
 
-    if (fd < 0) {
-        return EBADF;
-    }
-    if (getsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &locks, &len)) {
-        return errno;
+    if ((rv = sbt_getsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &locks, &len))) {
+        return rv;
     }
     /* The shrink itself sets the lock again; clearing it comes last. */
     if (initial > 0 && (rv = sbt_sock_set_sndbuf(fd, initial / 2)) != 0) {
         return rv;
     }
     locks &= ~SBT_SNDBUF_LOCK;
-    if (setsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &locks, sizeof(locks))) {
-        rv = errno;
-        if (restore_to > 0) {
-            sbt_sock_set_sndbuf(fd, restore_to);
-        }
-        return rv;
+    rv = setsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &locks, sizeof(locks))
+         ? errno : 0;
+    if (rv && restore_to > 0) {
+        sbt_sock_set_sndbuf(fd, restore_to);
     }
-    return 0;
+    return rv;
 #else
     (void)fd; (void)initial; (void)restore_to;
     return ENOTSUP;
@@ -273,34 +255,28 @@ int sbt_sock_congestion(int fd, char *name, int len)
     socklen_t optlen = (socklen_t)len - 1;
 
     memset(name, 0, (size_t)len);
-    return getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &optlen)
-           ? errno : 0;
+    return sbt_getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &optlen);
 #else
     (void)fd; (void)name; (void)len;
     return ENOTSUP;
 #endif
 }
 
-#ifdef SBT_HAVE_TCP_INFO
 /* True when the kernel's answer reaches to the end of member m. */
-#define TI_HAS(len, m) \
-    ((size_t)(len) >= offsetof(struct tcp_info, m) + sizeof(((struct tcp_info *)0)->m))
-#endif
+#define TI_HAS(len, m) ((size_t)(len) >= offsetof(struct tcp_info, m) \
+                        + sizeof(((struct tcp_info *)0)->m))
 
 int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
 {
 #ifdef SBT_HAVE_TCP_INFO
     struct tcp_info ti;
     socklen_t len = sizeof(ti);
+    int rv;
 
     memset(out, 0, sizeof(*out));
     memset(&ti, 0, sizeof(ti));
-    /* -1: the socket is closed (sbt_sock_fd); the number is not ours. */
-    if (fd < 0) {
-        return EBADF;
-    }
-    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len)) {
-        return errno;
+    if ((rv = sbt_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len)) != 0) {
+        return rv;
     }
     if (TI_HAS(len, tcpi_total_retrans)) {
         out->valid |= SBT_TI_BASE;

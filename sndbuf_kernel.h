@@ -4,10 +4,9 @@
  * @file  sndbuf_kernel.h
  * @brief mod_sndbuf_tune: the only place that talks to the kernel.
  *
- * Everything here is a thin, errno-returning wrapper around a socket
- * option or a sysctl file, so that the policy code above it never needs
- * an #ifdef.  On systems without Linux's SO_BUF_LOCK or TCP_INFO the
- * wrappers report ENOTSUP and the module degrades to fixed sizes only.
+ * Thin errno-returning wrappers around socket options and sysctl files,
+ * so the policy code needs no #ifdef.  Without Linux's SO_BUF_LOCK or
+ * TCP_INFO they answer ENOTSUP and the module keeps to fixed sizes.
  */
 
 #ifndef SNDBUF_KERNEL_H
@@ -44,15 +43,11 @@ typedef struct {
     apr_uint64_t sndbuf_limited_us;
 } sbt_tcp_info_t;
 
-#define SBT_TI_BASE        0x01  /**< rtt, rttvar, mss, total_retrans,
-                                      unacked */
+#define SBT_TI_BASE        0x01  /**< every u32 field but min_rtt_us */
 #define SBT_TI_BYTES_ACKED 0x02
 #define SBT_TI_MIN_RTT     0x04
 #define SBT_TI_DELIVERY    0x08
 #define SBT_TI_CHRONO      0x10  /**< sndbuf_limited time */
-
-/* Every socket call below answers EBADF, without a system call, for
- * the fd -1 of a closed socket. */
 
 /** Fill sbt_kernel from /proc and a probe socket; unknowns stay 0. */
 void sbt_kernel_probe(void);
@@ -71,33 +66,25 @@ const char *sbt_kernel_show(apr_pool_t *p, sbt_show_e how);
 /** The raw descriptor behind an APR socket, or -1. */
 int sbt_sock_fd(apr_socket_t *sock);
 
-/** getsockopt(SO_SNDBUF): the kernel's (doubled) send buffer. 0 or errno. */
-int sbt_sock_get_sndbuf(int fd, int *bytes);
+/* The socket calls below return 0 or an errno, and EBADF, without a
+ * system call, for the fd -1 of a closed socket. */
 
+/** getsockopt(SO_SNDBUF): the kernel's (doubled) send buffer. */
+int sbt_sock_get_sndbuf(int fd, int *bytes);
 /** setsockopt(SO_SNDBUF): fixes the size and locks out autotuning. */
 int sbt_sock_set_sndbuf(int fd, int bytes);
-
-/** Turn on the kernel's own pacing (TCP paces at about 1.2 x cwnd per
- *  RTT, 2 x in slow start): SO_MAX_PACING_RATE with no real cap.  It
- *  cannot be turned off again.  0 or errno. */
+/** Turn on the kernel's own pacing (about 1.2 x cwnd per RTT, 2 x in
+ *  slow start), with no real cap.  It cannot be turned off again. */
 int sbt_sock_set_pacing(int fd);
-
-/** Is the send buffer's size locked (SO_BUF_LOCK send bit)?  0 or errno. */
+/** Is the send buffer's size locked (SO_BUF_LOCK send bit)? */
 int sbt_sock_sndbuf_locked(int fd, int *locked);
-
-/**
- * Give the send buffer back to kernel autotuning: shrink it to
- * @a initial (autotuning only ever grows a buffer) and clear the
- * SO_BUF_LOCK send bit, keeping any receive-buffer lock.  On failure the
- * previous size @a restore_to (request value, 0 = unknown) is put back.
- */
+/** Give the buffer back to autotuning: shrink it to @a initial (autotuning
+ *  only grows a buffer), then clear the SO_BUF_LOCK send bit, keeping any
+ *  receive lock.  On failure put back @a restore_to (0 = unknown). */
 int sbt_sock_release_sndbuf(int fd, int initial, int restore_to);
-
-/** getsockopt(TCP_CONGESTION): the congestion control's name into
- *  @a name (NUL-terminated, at most @a len bytes).  0 or errno. */
+/** TCP_CONGESTION into @a name, NUL-terminated within @a len bytes. */
 int sbt_sock_congestion(int fd, char *name, int len);
-
-/** TCP_INFO, trusting only what the kernel's optlen covers. 0 or errno. */
+/** TCP_INFO, trusting only what the kernel's optlen covers. */
 int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *ti);
 
 #endif /* SNDBUF_KERNEL_H */
