@@ -1,33 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * sndbuf_path.c: the paths this process writes to, one per client
- * address: the lowest minimum RTT its auto responses to that address
- * have measured lately.
+ * sndbuf_path.c: per client address, the lowest minimum RTT this
+ * process's auto responses to it have measured lately.
  *
- * auto reads the queue at a flow's bottleneck as the smoothed RTT beyond
- * the minimum.  A flow that starts while others from the same client
- * fill that queue takes its first minimum through it, and sees no queue
- * until the queue drains: the law sizes it for the rate it won in slow
- * start (docs/auto.md, "late comers").  Flows to one address share the
- * path up to that address, so the lowest minimum any of them has seen
- * is the path's own delay; auto takes it for a flow's when it is lower
- * (and not so much lower that it is another path behind the address).
+ * auto reads the bottleneck's queue as the smoothed RTT beyond the
+ * minimum.  A flow that starts while others from the same client fill
+ * that queue takes its first minimum through it and sees no queue until
+ * it drains: the law sizes it for the rate it won in slow start
+ * (docs/auto.md, "late comers").  The lowest minimum any flow to the
+ * address has seen is the path's own delay: auto takes it for a flow's
+ * when lower (but not so much lower that it is another path behind it).
  *
- * Per process, not in shared memory: a crowd from one client is spread
- * over a few processes at most, and each sees enough of it.  A fixed
- * table, made at child_init: a look costs a hash, a lock and no
- * allocation, and no stream touches a connection's pool.
+ * Per process, not in shared memory: a crowd from one client spans a few
+ * processes at most, each seeing enough of it.  A fixed table made at
+ * child_init: a look costs a hash, a lock and no allocation, and no
+ * stream touches a connection's pool.
  */
 
 #include "httpd.h"
-#include "http_config.h"
 #include "http_log.h"
 #include "ap_mpm.h"
-
-#if APR_HAS_THREADS
-#include "apr_thread_mutex.h"
-#endif
 
 #include "sndbuf_tune.h"
 
@@ -38,21 +31,17 @@ APLOG_USE_MODULE(sndbuf_tune);
 #define SBT_PATH_SLOTS      256
 
 /* A minimum no connection has confirmed for this long is forgotten, so
- * that a path that has grown longer (a route change) is not read as a
- * queue for longer than this once the connections that measured the old
- * one have closed.  BBR keeps its own minimum RTT as long. */
+ * a path grown longer (a route change) is not read as a queue for longer
+ * once the connections that measured the old one have closed (as BBR). */
 #define SBT_PATH_FRESH      apr_time_from_sec(10)
 
-/* A connection shares its path while another one whose response is
- * still under way looked at it within this long (looks come about once
- * an RTT).  A connection whose response has ended no longer counts: a
- * keep-alive connection, idle, or a crowd just ended shares nothing with
- * the download its client opens next. */
+/* A connection shares its path while another whose response is under way
+ * looked at it within this long (about once an RTT).  One whose response
+ * has ended (idle keep-alive, a crowd just ended) no longer counts. */
 #define SBT_PATH_SHARED     apr_time_from_sec(2)
 
-/* The connections that looked last, each with its last look.  Three:
- * when one of them leaves, another of a crowd is still there, so no
- * member of a crowd takes itself for alone for a look. */
+/* The connections that looked last.  Three: when one leaves, another of
+ * a crowd is still there, so no member takes itself for alone. */
 #define SBT_PATH_LOOKERS    3
 
 typedef struct {
@@ -74,9 +63,8 @@ static sbt_path_t *sbt_paths;
 static apr_thread_mutex_t *sbt_paths_mutex;
 #endif
 
-/** Note that connection @a conn looked at @a p at @a now (in its own
- *  entry, else the oldest); is the path shared with another of this
- *  process's connections? */
+/** Note @a conn's look at @a p (in its own entry, else the oldest); is
+ *  the path shared with another of this process's connections? */
 static int sbt_path_shared(sbt_path_t *p, const void *conn, apr_time_t now)
 {
     sbt_looker_t *mine = NULL, *oldest = &p->looker[0];
@@ -99,31 +87,6 @@ static int sbt_path_shared(sbt_path_t *p, const void *conn, apr_time_t now)
     mine->conn = conn;
     mine->at = now;
     return shared;
-}
-
-/** Record @a own_us for @a p at @a now; the path's minimum. */
-static apr_uint32_t sbt_path_update(sbt_path_t *p, int family,
-                                    const void *addr, int len,
-                                    apr_uint32_t own_us, apr_time_t now)
-{
-    int stale = now - p->seen > SBT_PATH_FRESH;
-
-    if (p->family != family || memcmp(p->addr, addr, len)) {
-        if (p->family && !stale) {
-            return own_us;
-        }
-        memset(p, 0, sizeof(*p));
-        p->family = family;
-        memcpy(p->addr, addr, len);
-        p->min_rtt_us = own_us;
-        p->seen = now;
-        return own_us;
-    }
-    if (stale || own_us <= p->min_rtt_us) {
-        p->min_rtt_us = own_us;
-        p->seen = now;
-    }
-    return p->min_rtt_us;
 }
 
 /** The slot of @a client's path, locked (sbt_path_unlock); NULL: none. */
@@ -158,19 +121,30 @@ apr_uint32_t sbt_path_look(const apr_sockaddr_t *client, const void *conn,
     apr_uint32_t min;
     apr_time_t now = apr_time_now();
     sbt_path_t *p;
-    int len;
+    int stale;
 
     *shared = 0;
     if (!own_us || (p = sbt_path_lock(client)) == NULL) {
         return own_us;
     }
-    len = client->ipaddr_len;
-    min = sbt_path_update(p, client->family, client->ipaddr_ptr, len,
-                          own_us, now);
-    if (p->family == client->family && !memcmp(p->addr, client->ipaddr_ptr,
-                                               len)) {
-        *shared = sbt_path_shared(p, conn, now);
+    stale = now - p->seen > SBT_PATH_FRESH;
+    if (p->family != client->family
+        || memcmp(p->addr, client->ipaddr_ptr, client->ipaddr_len)) {
+        if (p->family && !stale) {       /* another address's, fresh */
+            sbt_path_unlock();
+            return own_us;
+        }
+        memset(p, 0, sizeof(*p));
+        p->family = client->family;
+        memcpy(p->addr, client->ipaddr_ptr, client->ipaddr_len);
+        p->min_rtt_us = own_us;
     }
+    if (stale || own_us <= p->min_rtt_us) {
+        p->min_rtt_us = own_us;
+        p->seen = now;
+    }
+    min = p->min_rtt_us;
+    *shared = sbt_path_shared(p, conn, now);
     sbt_path_unlock();
     return min;
 }
@@ -217,7 +191,6 @@ static void sbt_path_child_init(apr_pool_t *pchild, server_rec *s)
 
 void sbt_path_register_hooks(void)
 {
-    /* The table and its lock are per process, made before any
-     * connection. */
+    /* The table and its lock: per process, before any connection. */
     ap_hook_child_init(sbt_path_child_init, NULL, NULL, APR_HOOK_MIDDLE);
 }
