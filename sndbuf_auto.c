@@ -1,39 +1,32 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * sndbuf_auto.c: "SndbufTune auto" on a connection: when to look, what
- * a look reads, and applying what the control law (sndbuf_law.c, pure)
- * decides.  At most once per RTT a look reads TCP_INFO (and the buffer's
- * size while autotuning governs it), passes the sample to the law and
- * sets, keeps or gives back the buffer.
- *
- * When it looks depends on who writes the response:
- *  - event MPM, HTTP/1, a file sent with sendfile: the handler hands the
- *    response to the core and returns, and the MPM writes the rest
- *    without a worker (write completion), calling no filter of ours.  It
- *    does resume the connection on a worker each time the socket drains:
- *    the resume_connection hook looks then.  Anything else (no sendfile,
- *    TLS) the core writes in blocking mode: chunks, without flushes.
- *  - prefork and worker MPMs: a worker stays with the response anyway,
- *    so the response is cut into chunks and each is flushed; control
- *    comes back between chunks while the kernel still holds data.
+ * sndbuf_auto.c: "SndbufTune auto" on a connection.  At most once per RTT
+ * a look reads TCP_INFO (and the buffer's size while autotuning governs
+ * it), gives the sample to the control law (sndbuf_law.c, pure) and sets,
+ * keeps or gives back the buffer as it decides.  When it looks depends on
+ * who writes the response:
+ *  - event MPM, HTTP/1, a file sent with sendfile: the MPM writes the rest
+ *    without a worker (write completion), calling no filter of ours, but
+ *    resumes the connection on a worker each time the socket drains: the
+ *    resume_connection hook looks then.  Anything else (no sendfile, TLS)
+ *    the core writes in blocking mode: chunks, without flushes.
+ *  - prefork and worker MPMs: a worker stays with the response anyway, so
+ *    each chunk is flushed; control comes back between chunks while the
+ *    kernel still holds data.
  *  - HTTP/2 streams: mod_http2 takes each chunk at the pace the shared
  *    connection drains; auto only grows the shared buffer.
- * A response that fits in the buffer in force never gets here
- * (mod_sndbuf_tune.c): it costs no system call.
+ * A response that fits in the buffer in force never gets here: it costs
+ * no system call.
  */
 
 #include "httpd.h"
-#include "http_config.h"
-#include "http_connection.h"
 #include "http_log.h"
-#include "http_request.h"
 #if AP_MODULE_MAGIC_AT_LEAST(20120211, 102)
 #include "http_ssl.h"
 #endif
 #include "ap_mpm.h"
 #include "mpm_common.h"
-#include "util_filter.h"
 
 #include "apr_strings.h"
 
@@ -51,23 +44,16 @@ APLOG_USE_MODULE(sndbuf_tune);
 #define SBT_AUTO_MIN_CHUNK      (16 * 1024)
 
 struct sbt_auto_t {
-    /** The request it serves (same pool): its decision, and whether
-     *  it is an HTTP/2 stream, whose socket is shared. */
-    const sbt_req_t *rq;
-    /** Flush each chunk: the MPM keeps the worker (prefork, worker). */
-    int flush;
+    const sbt_req_t *rq;        /**< its request (same pool) */
+    int flush;                  /**< flush chunks: the worker stays anyway */
     /** Bytes between two passes, and passed since the last cut. */
     apr_off_t chunk;
     apr_off_t pending;
-    /** The rest went down whole: the MPM writes it (event). */
-    int handed_over;
-    /** Said (debug) why the rest could not go down whole. */
-    int said_kept;
+    int handed_over;            /**< the rest went down whole (event) */
+    int said_kept;              /**< said (debug) why it could not */
     apr_time_t next_look;
-    /** The congestion control fills queues (cubic, reno), read once. */
-    int loss_based;
-    /** No more looks: TCP_INFO failed. */
-    int stopped;
+    int loss_based;             /**< cubic, reno: fills queues; read once */
+    int stopped;                /**< no more looks: TCP_INFO failed */
     int retunes;
     sbt_tally_t tally;
     sbt_law_limits_t lim;
@@ -180,16 +166,12 @@ static void sbt_auto_apply(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
                   sbt_sock_known_size(&conn->sock));
 }
 
-/** At trace3, a sample and its decision as t/unit/replay reads them, so
- *  that a lab run's looks can be replayed through the law (make unit;
- *  t/unit/looks/README). */
+/** At trace3, a sample and its decision as t/unit/replay reads them, to
+ *  replay a lab run's looks through the law (t/unit/looks/README). */
 static void sbt_auto_trace_sample(conn_rec *c, const char *what,
                                   const sbt_law_sample_t *s,
                                   const sbt_law_out_t *out)
 {
-    if (!APLOG_C_IS_LEVEL(c, APLOG_TRACE3)) {
-        return;
-    }
     ap_log_cerror(APLOG_MARK, APLOG_TRACE3, 0, c, "SndbufTune auto %s: "
                   "now=%" APR_INT64_T_FMT " srtt=%u rttvar=%u mss=%u "
                   "minrtt=%u acked=%" APR_UINT64_T_FMT " rate=%"
@@ -215,12 +197,10 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     sbt_conn_t *conn;
     sbt_sock_did_t did = {0};
 
-    /* The look's socket calls (TCP_INFO, SO_SNDBUF: no waiting on the
-     * network) run under the lock, so that another stream's fix cannot
-     * come between what is read and what is set.  The lock is this
-     * connection's: only its own streams wait, never other connections
-     * (but in the process-wide fallback of sndbuf_conn.c); HTTP/1 takes
-     * none. */
+    /* The look's socket calls (no waiting on the network) run under the
+     * connection's lock, so another stream's fix cannot come between what
+     * is read and what is set.  Only its own streams wait (but in the
+     * process-wide fallback of sndbuf_conn.c); HTTP/1 takes none. */
     if (a->stopped || now < a->next_look
         || (conn = sbt_conn_enter(c)) == NULL) {
         return;
@@ -285,26 +265,23 @@ sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
     a->loss_based = sbt_sock_loss_based(&conn->sock);
     sbt_auto_sample(a, &rq->start, &conn->sock, r->connection, &s);
     sbt_law_begin(&a->law, &a->lim, &s, conn->rate_estimate);
-    if (APLOG_C_IS_LEVEL(r->connection, APLOG_TRACE3)) {
-        ap_log_cerror(APLOG_MARK, APLOG_TRACE3, 0, r->connection,
-                      "SndbufTune auto limits: min=%d max=%d conf=%"
-                      APR_UINT64_T_FMT " shared=%d wmem_max=%u wmem1=%u "
-                      "wmem2=%u estimate=%" APR_UINT64_T_FMT,
-                      a->lim.limit_min, a->lim.limit_max,
-                      (apr_uint64_t)a->lim.conf_rate, a->lim.shared,
-                      a->lim.wmem_max, a->lim.tcp_wmem_initial,
-                      a->lim.tcp_wmem_max, conn->rate_estimate);
-        sbt_auto_trace_sample(r->connection, "begin", &s, NULL);
-    }
+    ap_log_cerror(APLOG_MARK, APLOG_TRACE3, 0, r->connection,
+                  "SndbufTune auto limits: min=%d max=%d conf=%"
+                  APR_UINT64_T_FMT " shared=%d wmem_max=%u wmem1=%u "
+                  "wmem2=%u estimate=%" APR_UINT64_T_FMT,
+                  a->lim.limit_min, a->lim.limit_max,
+                  (apr_uint64_t)a->lim.conf_rate, a->lim.shared,
+                  a->lim.wmem_max, a->lim.tcp_wmem_initial,
+                  a->lim.tcp_wmem_max, conn->rate_estimate);
+    sbt_auto_trace_sample(r->connection, "begin", &s, NULL);
     sbt_auto_set_chunk(a, &conn->sock);
-    /* Ramping: the first look an RTT on; else the first look sizes it,
-     * with the first chunk. */
+    /* Ramping: the first look an RTT on; else with the first chunk. */
     a->next_look = s.now_us;
     if (a->law.ramping) {
         a->next_look += a->law.min_rtt_us > SBT_AUTO_MIN_INTERVAL
                         ? a->law.min_rtt_us : SBT_AUTO_MIN_INTERVAL;
     }
-    if (!a->rq->shared && sbt_async_mpm) {
+    if (!rq->shared && sbt_async_mpm) {
         sbt_conn_follow(conn, a, r->pool);
     }
     apr_pool_cleanup_register(r->pool, r->connection, sbt_auto_leave_path,
@@ -333,12 +310,9 @@ void sbt_auto_end(const sbt_auto_t *a, sbt_auto_outcome_t *o)
     o->tally = a->tally;
 }
 
-/**
- * The first bucket past @a left bytes, splitting one if needed (then
- * @a left becomes 0); the sentinel when the brigade is shorter (then
- * @a left keeps what is missing).  Buckets of unknown length
- * (pipes, sockets) count as empty: reading them here would block.
- */
+/** The first bucket past @a left bytes, split off if needed (@a left
+ *  becomes 0), or the sentinel (@a left keeps what is missing).  Buckets
+ *  of unknown length (pipes, sockets) count as empty: reading blocks. */
 static apr_bucket *sbt_auto_cut(apr_bucket_brigade *bb, apr_off_t *left)
 {
     apr_bucket *e;
@@ -361,11 +335,9 @@ static apr_bucket *sbt_auto_cut(apr_bucket_brigade *bb, apr_off_t *left)
     return e;
 }
 
-/** Does @a bb hold no data but files the core will send with sendfile?
- *  Any other file (EnableSendfile Off, or read by mod_ssl to encrypt it)
- *  the core gets in memory and writes in blocking mode while more than
- *  FlushMaxThreshold of it is unsent, holding the worker to the end
- *  whoever asked it to. */
+/** Does @a bb hold no data but files the core will sendfile?  Any other
+ *  data (EnableSendfile Off, mod_ssl's) the core writes in blocking mode
+ *  while more than FlushMaxThreshold is unsent, holding the worker. */
 static int sbt_auto_only_sendfile(conn_rec *c, apr_bucket_brigade *bb)
 {
     apr_bucket *e;
@@ -378,7 +350,6 @@ static int sbt_auto_only_sendfile(conn_rec *c, apr_bucket_brigade *bb)
 #else
     (void)c;
 #endif
-
     for (e = APR_BRIGADE_FIRST(bb); e != APR_BRIGADE_SENTINEL(bb);
          e = APR_BUCKET_NEXT(e)) {
         if (APR_BUCKET_IS_METADATA(e)) {
@@ -395,8 +366,7 @@ static int sbt_auto_only_sendfile(conn_rec *c, apr_bucket_brigade *bb)
     return 1;
 }
 
-/** Tell an operator, once per response, why auto keeps the worker
- *  under event MPM. */
+/** Say once per response why auto keeps the worker under event MPM. */
 static void sbt_auto_say_kept(sbt_auto_t *a, request_rec *r)
 {
     if (a->handed_over || a->said_kept) {
@@ -441,10 +411,8 @@ apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
         a->pending = 0;
         sbt_auto_look(a, f->c);
         /* Event MPM: once the socket is full the core sets sendfile
-         * buckets aside and the MPM writes them without a worker, while
-         * resume_connection looks.  The core writes data in memory (files
-         * without sendfile, TLS) in blocking mode anyway: keep cutting it,
-         * and looking. */
+         * buckets aside for the MPM (resume_connection looks); data in
+         * memory it writes in blocking mode anyway: keep cutting it. */
         if (!a->flush && !a->rq->shared && f->c->data_in_output_filters) {
             a->handed_over = sbt_auto_only_sendfile(f->c, bb);
             sbt_auto_say_kept(a, f->r);
@@ -457,16 +425,15 @@ apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
 }
 
 /** Event MPM: a worker resumes the connection to write more of a
- *  response in write completion, the socket having drained. */
+ *  response in write completion, the socket having drained.  No filter
+ *  runs then: this is auto's only moment to look. */
 static void sbt_auto_resume_connection(conn_rec *c, request_rec *r)
 {
     sbt_auto_t *a;
 
     (void)r;
-    if (c->master || !c->cs || c->cs->state != CONN_STATE_WRITE_COMPLETION) {
-        return;
-    }
-    if ((a = sbt_conn_draining(c)) != NULL) {
+    if (!c->master && c->cs && c->cs->state == CONN_STATE_WRITE_COMPLETION
+        && (a = sbt_conn_draining(c)) != NULL) {
         sbt_auto_look(a, c);
     }
 }
@@ -485,9 +452,6 @@ void sbt_auto_register_hooks(void)
 {
     /* Which MPM writes the responses, before children fork. */
     ap_hook_post_config(sbt_auto_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-    /* Event MPM's write completion calls no request filter: the
-     * connection's resumption on a worker is the only moment auto can
-     * look, just before the core writes more. */
     ap_hook_resume_connection(sbt_auto_resume_connection, NULL, NULL,
                               APR_HOOK_MIDDLE);
 }

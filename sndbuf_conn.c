@@ -1,20 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * sndbuf_conn.c: the state of a primary connection (sbt_conn_t), made in
- * its own thread at pre_connection, and the lock its HTTP/2 streams take
- * on it.  The hooks (mod_sndbuf_tune.c) and auto (sndbuf_auto.c) both
- * enter it here, so neither calls the other to reach it.
+ * sndbuf_conn.c: a primary connection's state (sbt_conn_t) and the lock
+ * its HTTP/2 streams take on it.  The hooks (mod_sndbuf_tune.c) and auto
+ * (sndbuf_auto.c) both enter it here, so neither calls the other.
  */
 
 #include "httpd.h"
-#include "http_config.h"
 #include "http_connection.h"
 #include "http_log.h"
 #include "http_protocol.h"
 #include "ap_mmn.h"
-
-#include "apr_thread_mutex.h"
 
 #include "sndbuf_tune.h"
 
@@ -25,9 +21,7 @@ APLOG_USE_MODULE(sndbuf_tune);
  *  creation failed, or HTTP/2 came where pre_connection and the
  *  protocol switch did not expect it): correct, but one per process. */
 static apr_thread_mutex_t *sbt_shared_mutex;
-#endif
 
-#if APR_HAS_THREADS
 /** The lock @a c takes on its primary's state: the connection's own once
  *  it has one (streams, and the primary's thread, which then has streams
  *  beside it: an h2c Upgrade request is logged there), else the
@@ -55,12 +49,8 @@ sbt_conn_t *sbt_conn_enter(conn_rec *c)
     }
 #if APR_HAS_THREADS
     mutex = sbt_conn_mutex(c, conn);
-    if (mutex) {
-        if (apr_thread_mutex_lock(mutex) != APR_SUCCESS) {
-            return NULL;
-        }
-    }
-    else if (c->master) {
+    if ((mutex && apr_thread_mutex_lock(mutex) != APR_SUCCESS)
+        || (!mutex && c->master)) {
         return NULL;
     }
 #endif
@@ -148,11 +138,6 @@ static void sbt_conn_make_mutex(conn_rec *c, sbt_conn_t *conn)
 #endif
 }
 
-static int sbt_is_h2(const char *protocol)
-{
-    return !strcmp(protocol, "h2") || !strcmp(protocol, "h2c");
-}
-
 /** HTTP/2 by ALPN (to an SNI vhost whose Protocols differ from the
  *  address's default) or by an h2c Upgrade: the primary's thread, just
  *  before mod_http2 starts the session.  Never takes the switch. */
@@ -162,7 +147,7 @@ static int sbt_conn_protocol_switch(conn_rec *c, request_rec *r,
     sbt_conn_t *conn;
 
     (void)r; (void)s;
-    if (!c->master && sbt_is_h2(protocol)
+    if (!c->master && (!strcmp(protocol, "h2") || !strcmp(protocol, "h2c"))
         && (conn = ap_get_module_config(c->conn_config,
                                         &sndbuf_tune_module)) != NULL) {
         sbt_conn_make_mutex(c, conn);
@@ -216,16 +201,11 @@ static void sbt_conn_child_init(apr_pool_t *pchild, server_rec *s)
 
 void sbt_conn_register_hooks(void)
 {
-    /* The fallback HTTP/2 lock is per process. */
     ap_hook_child_init(sbt_conn_child_init, NULL, NULL, APR_HOOK_MIDDLE);
-    /* pre_connection: the per-connection state is made in the primary
-     * connection's own thread, before any HTTP/2 stream exists, so that
-     * streams (on other threads) never allocate from its pool. */
+    /* Made in the connection's thread: streams never allocate from c->pool. */
     ap_hook_pre_connection(sbt_conn_pre_connection, NULL, NULL,
                            APR_HOOK_MIDDLE);
-    /* protocol_switch: a connection that turns to HTTP/2 gets its lock
-     * here, in its own thread, before mod_http2 (MIDDLE) takes the
-     * switch and starts streams. */
+    /* FIRST: the lock is made before mod_http2 (MIDDLE) takes the switch. */
     ap_hook_protocol_switch(sbt_conn_protocol_switch, NULL, NULL,
                             APR_HOOK_FIRST);
 }

@@ -2,20 +2,15 @@
 
 /*
  * sndbuf_socket.c: what the module does to a connection's socket, and
- * what it remembers of it (sbt_sock_t), so that a keep-alive connection
- * whose next request wants the same thing costs no system call.
- *
- * A failing socket call never fails the request: the socket is left as
- * it was, and sbt_sock_tally counts and logs the failure (one warning a
- * minute per child, the rest at debug).
+ * what it remembers of it (sbt_sock_t), so that a keep-alive request
+ * wanting the same again costs no system call.  A failing socket call
+ * never fails the request: the socket is left as it was.
  */
 
 #include "httpd.h"
-#include "http_config.h"
 #include "http_log.h"
 
 #include "apr_atomic.h"
-#include "apr_strings.h"
 
 #include <errno.h>
 #include <string.h>
@@ -40,11 +35,10 @@ static int sbt_initial_size(void)
 
 void sbt_sock_init(sbt_sock_t *s, apr_socket_t *csd)
 {
+    memset(s, 0, sizeof(*s));
     s->fd = sbt_sock_fd(csd);
     s->state = SBT_SOCK_UNKNOWN;
-    s->requested = 0;
     s->effective = -1;
-    s->paced = 0;
 }
 
 void sbt_sock_attach(sbt_sock_t *s, apr_socket_t *csd)
@@ -252,12 +246,10 @@ int sbt_sock_loss_based(const sbt_sock_t *s)
 {
     char name[16];
 
-    if (s->fd < 0 || sbt_sock_congestion(s->fd, name, sizeof(name))) {
-        return 1;
-    }
     /* bbr (and its later versions) model the path; cubic, reno and the
      * rest back off only on loss, so they fill the bottleneck queue. */
-    return strncmp(name, "bbr", 3) != 0;
+    return sbt_sock_congestion(s->fd, name, sizeof(name)) != 0
+           || strncmp(name, "bbr", 3) != 0;
 }
 
 void sbt_sock_tally(conn_rec *c, const sbt_sock_did_t *did, sbt_tally_t *t)
@@ -271,7 +263,6 @@ void sbt_sock_tally(conn_rec *c, const sbt_sock_did_t *did, sbt_tally_t *t)
     t->failures++;
     now = (apr_uint32_t)apr_time_sec(apr_time_now());
     last = apr_atomic_read32(&sbt_warned_at);
-
     if ((last == 0 || now - last >= SBT_WARN_INTERVAL)
         && apr_atomic_cas32(&sbt_warned_at, now, last) == last) {
         apr_uint32_t hushed = apr_atomic_xchg32(&sbt_failures_hushed, 0);
