@@ -3,21 +3,17 @@
 /*
  * sndbuf_auto.c: "SndbufTune auto" on a connection.  At most once per RTT
  * a look reads TCP_INFO (and the buffer's size while autotuning governs
- * it), gives the sample to the control law (sndbuf_law.c, pure) and sets,
- * keeps or gives back the buffer as it decides.  When it looks depends on
- * who writes the response:
- *  - event MPM, HTTP/1, a file sent with sendfile: the MPM writes the rest
- *    without a worker (write completion), calling no filter of ours, but
- *    resumes the connection on a worker each time the socket drains: the
- *    resume_connection hook looks then.  Anything else (no sendfile, TLS)
- *    the core writes in blocking mode: chunks, without flushes.
- *  - prefork and worker MPMs: a worker stays with the response anyway, so
- *    each chunk is flushed; control comes back between chunks while the
- *    kernel still holds data.
- *  - HTTP/2 streams: mod_http2 takes each chunk at the pace the shared
- *    connection drains; auto only grows the shared buffer.
- * A response that fits in the buffer in force never gets here: it costs
- * no system call.
+ * it), gives it to the control law (sndbuf_law.c, pure) and sets, keeps
+ * or gives back the buffer.  When it looks depends on who writes:
+ *  - event MPM, HTTP/1, sendfile: the MPM writes the rest without a worker
+ *    (write completion), calling no filter, but resumes the connection on
+ *    a worker each time the socket drains: resume_connection looks then.
+ *    Other data (no sendfile, TLS) the core writes in blocking mode.
+ *  - prefork and worker: a worker stays anyway, so each chunk is flushed;
+ *    control comes back while the kernel still holds data.
+ *  - HTTP/2: mod_http2 takes chunks as the shared connection drains; auto
+ *    only grows the shared buffer.
+ * A response that fits in the buffer in force costs no system call.
  */
 
 #include "httpd.h"
@@ -424,9 +420,8 @@ apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
     return ap_pass_brigade(f->next, bb);
 }
 
-/** Event MPM: a worker resumes the connection to write more of a
- *  response in write completion, the socket having drained.  No filter
- *  runs then: this is auto's only moment to look. */
+/** Event MPM, write completion: the socket has drained and a worker
+ *  resumes the connection; no filter runs, so auto looks here. */
 static void sbt_auto_resume_connection(conn_rec *c, request_rec *r)
 {
     sbt_auto_t *a;

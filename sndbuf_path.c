@@ -2,15 +2,13 @@
 
 /*
  * sndbuf_path.c: per client address, the lowest minimum RTT this
- * process's auto responses to it have measured lately.
- *
- * auto reads the bottleneck's queue as the smoothed RTT beyond the
- * minimum.  A flow that starts while others from the same client fill
- * that queue takes its first minimum through it and sees no queue until
- * it drains: the law sizes it for the rate it won in slow start
- * (docs/auto.md, "late comers").  The lowest minimum any flow to the
- * address has seen is the path's own delay: auto takes it for a flow's
- * when lower (but not so much lower that it is another path behind it).
+ * process's auto responses to it have measured lately.  auto reads the
+ * bottleneck's queue as the smoothed RTT beyond the minimum; a flow that
+ * starts while others from the same client fill that queue takes its
+ * first minimum through it, sees no queue, and is sized for the rate it
+ * won in slow start (docs/auto.md, "late comers").  The lowest minimum of
+ * any flow to the address is the path's own delay: auto takes it when
+ * lower (but not so much lower that it is another path behind it).
  *
  * Per process, not in shared memory: a crowd from one client spans a few
  * processes at most, each seeing enough of it.  A fixed table made at
