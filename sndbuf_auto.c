@@ -447,6 +447,8 @@ void sbt_auto_register_hooks(void)
 {
     /* Which MPM writes the responses, before children fork. */
     ap_hook_post_config(sbt_auto_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    /* Write completion calls no request filter: a connection resumed on
+     * a worker is auto's only moment to look before the core writes. */
     ap_hook_resume_connection(sbt_auto_resume_connection, NULL, NULL,
                               APR_HOOK_MIDDLE);
 }

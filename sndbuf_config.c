@@ -442,5 +442,6 @@ void sbt_config_warn_remoteip(server_rec *main_s)
 
 void sbt_config_register_hooks(void)
 {
+    /* Before the directives are read. */
     ap_hook_pre_config(sbt_config_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
 }

@@ -201,6 +201,7 @@ static void sbt_conn_child_init(apr_pool_t *pchild, server_rec *s)
 
 void sbt_conn_register_hooks(void)
 {
+    /* The fallback HTTP/2 lock is per process. */
     ap_hook_child_init(sbt_conn_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     /* Made in the connection's thread: streams never allocate from c->pool. */
     ap_hook_pre_connection(sbt_conn_pre_connection, NULL, NULL,
