@@ -1,42 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * sndbuf_status.c: counters of what the module did, kept in shared
- * memory.  sndbuf_status_page.c shows them (SetHandler
- * sndbuf-tune-status, and a summary on mod_status's page when that
- * module is loaded); sndbuf_status.h has the layout both use.
+ * sndbuf_status.c: counters of what the module did, in shared memory,
+ * for sndbuf_status_page.c to show.
  *
- * Memory.  One shared memory segment per parent process, created the
- * first time the configuration is loaded, in the process pool, which
- * outlives every restart; ap_retained_data keeps its address for the
- * next generation, and the children inherit its mapping when they
- * fork.  So the counters survive a graceful restart.  A full restart
- * (or a start) zeroes them in pre_mpm, which the Unix MPMs run only
- * when they build a fresh scoreboard, i.e. exactly when
- * mod_status's own counters start over.
+ * Memory.  One segment per parent, in the process pool, which outlives
+ * restarts; ap_retained_data hands it to the next generation and the
+ * children inherit the mapping, so a graceful restart keeps the counts.
+ * pre_mpm zeroes them: the Unix MPMs run it only with a fresh scoreboard
+ * (start, full restart), just when mod_status's counters start over.
  *
- * Slots.  The segment holds two tables of fixed size, one for vhosts and
- * one for SndbufTuneNetwork rules: SBT_STATUS_SLOTS named slots each,
- * then one "(other)" slot that counts whatever found no room.  A slot
- * is keyed by its name, "ServerName:port" for a vhost and the rule's
- * "SndbufTuneNetwork <net> at <file>:<line>" for a rule.  In
- * post_config, in the parent before the new generation forks, every
- * vhost and rule of the configuration is mapped by that name to its
- * slot, which this file keeps in a map of its own, by server_rec and
- * by rule: the configuration's structures stay the configuration's.  A
- * graceful restart keeps the counters of every vhost and rule that is
- * still configured, whatever order they now come in (sbt_map_table).
+ * Slots.  Two tables, vhosts and SndbufTuneNetwork rules, of
+ * SBT_STATUS_SLOTS named slots and an "(other)" for the rest, keyed by
+ * name ("ServerName:port", "SndbufTuneNetwork <net> at <file>:<line>").
+ * post_config maps each vhost and rule to its slot by name, in a map of
+ * this file's, not in the configuration's structures, so a graceful
+ * restart keeps the counts of all still configured, in any order.
  *
  * Concurrency.  Only the parent writes names, between generations;
- * children (and their threads) only add to counters, with lock-free
- * atomic adds, and readers read each counter atomically.  A page is
- * not one atomic snapshot: counters keep moving while it is written.
+ * children only add, atomically, and readers read each counter
+ * atomically: a page is not one snapshot, the counters move meanwhile.
  */
 
-#include "apr.h"
-#if APR_HAVE_UNISTD_H
 #include <unistd.h>             /* getpid */
-#endif
 
 #include "httpd.h"
 #include "http_config.h"
@@ -56,17 +42,15 @@ APLOG_USE_MODULE(sndbuf_tune);
 sbt_shm_t *sbt_shm;
 apr_uint32_t sbt_my_gen;
 
-/** A vhost (server_rec) or rule (sbt_network_t) of this configuration,
- *  the name of its slot, and the slot. */
+/** A vhost (server_rec) or rule (sbt_network_t), its slot and name. */
 typedef struct {
     const void *obj;
     const char *name;
     int slot;
 } sbt_named_t;
 
-/* This configuration's vhosts and rules (sbt_named_t), keyed by the
- * bytes of their obj pointer.  Built in post_config, in pconf, before
- * the children fork; they only read them. */
+/* This configuration's sbt_named_t, keyed by the bytes of obj: built in
+ * pconf before the children fork, which only read them. */
 static apr_hash_t *sbt_vhost_slots;
 static apr_hash_t *sbt_rule_slots;
 
@@ -129,9 +113,7 @@ void sbt_status_record(const sbt_outcome_t *o)
     }
 }
 
-/* ---------------------------------------------------------------- */
-/* The segment and the slot map (parent only)                       */
-/* ---------------------------------------------------------------- */
+/* ---- The segment and the slot map (parent only) ---- */
 
 /** The segment, created on the first real configuration pass. */
 static sbt_shm_t *sbt_shm_attach(server_rec *s)
@@ -146,8 +128,7 @@ static sbt_shm_t *sbt_shm_attach(server_rec *s)
     if (!kept) {
         kept = ap_retained_data_create(SBT_RETAINED_KEY, sizeof(*kept));
     }
-    if (*kept) {
-        base = *kept;
+    if ((base = *kept) != NULL) {
         if (base->magic == SBT_SHM_MAGIC && base->version == SBT_SHM_VERSION
             && base->size == sizeof(sbt_shm_t)) {
             return base;
@@ -216,13 +197,13 @@ static int sbt_free_slot(const sbt_slot_t *table, apr_uint32_t gen)
 }
 
 /**
- * Give each of @a all (in pconf) a slot of @a table; returns the map
- * from each one's object to it, in @a pconf.  Names the table has keep
- * their slots; then each new name, in configuration order, takes a free
- * slot, else the one longest absent (zeroed: an old-generation child
- * still ending a request of the departed name may add it there), else
- * "(other)", counted in @a overflow.  Objects of one name (IP-based
- * vhosts with one ServerName and port) share its slot.
+ * Give each of @a all (in pconf) a slot of @a table; returns the map from
+ * object to entry, in @a pconf.  Known names keep their slots; each new
+ * one, in configuration order, takes a free slot, else the one longest
+ * absent (zeroed; an old-generation child still ending a request of the
+ * departed name may add there), else "(other)", counted in @a overflow.
+ * Objects of one name (IP-based vhosts with one ServerName and port)
+ * share its slot.
  */
 static apr_hash_t *sbt_map_table(sbt_slot_t *table, apr_uint32_t gen,
                                  apr_array_header_t *all,
@@ -230,8 +211,7 @@ static apr_hash_t *sbt_map_table(sbt_slot_t *table, apr_uint32_t gen,
                                  int *overflow)
 {
     sbt_named_t *e = (sbt_named_t *)all->elts;
-    /* name -> its slot; a copy of the table's names, which a reclaimed
-     * slot overwrites */
+    /* name -> slot, the names copied: reclaiming a slot overwrites them */
     apr_hash_t *by_name = apr_hash_make(ptemp);
     apr_hash_t *slots = apr_hash_make(pconf);
     sbt_slot_t *t;
@@ -248,23 +228,21 @@ static apr_hash_t *sbt_map_table(sbt_slot_t *table, apr_uint32_t gen,
             t->seen_gen = gen;
         }
     }
+    /* Only once every known name is marked may new ones take slots. */
     for (i = 0; i < all->nelts; i++) {
-        if (apr_hash_get(by_name, e[i].name, APR_HASH_KEY_STRING)) {
-            continue;
+        if (!(t = apr_hash_get(by_name, e[i].name, APR_HASH_KEY_STRING))) {
+            if ((slot = sbt_free_slot(table, gen)) < 0) {
+                slot = SBT_STATUS_OTHER;
+                ++*overflow;
+            }
+            else {
+                memset(&table[slot], 0, sizeof(table[slot]));
+                apr_cpystrn(table[slot].name, e[i].name, SBT_NAME_LEN);
+            }
+            t = &table[slot];
+            t->seen_gen = gen;
+            apr_hash_set(by_name, e[i].name, APR_HASH_KEY_STRING, t);
         }
-        if ((slot = sbt_free_slot(table, gen)) < 0) {
-            slot = SBT_STATUS_OTHER;
-            ++*overflow;
-        }
-        else {
-            memset(&table[slot], 0, sizeof(table[slot]));
-            apr_cpystrn(table[slot].name, e[i].name, SBT_NAME_LEN);
-        }
-        table[slot].seen_gen = gen;
-        apr_hash_set(by_name, e[i].name, APR_HASH_KEY_STRING, &table[slot]);
-    }
-    for (i = 0; i < all->nelts; i++) {
-        t = apr_hash_get(by_name, e[i].name, APR_HASH_KEY_STRING);
         e[i].slot = (int)(t - table);
         apr_hash_set(slots, &e[i].obj, sizeof(e[i].obj), &e[i]);
     }
@@ -378,40 +356,37 @@ static int sbt_status_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     return OK;
 }
 
-/** Start and full restart: zero the counters, forget the names this
- *  configuration no longer has.  No child is running. */
-static int sbt_status_pre_mpm(apr_pool_t *p, ap_scoreboard_e sb_type)
+/** Zero @a table's counters, forget the names this configuration has not. */
+static void sbt_zero_table(sbt_slot_t *table)
 {
-    sbt_slot_t *tables[2];
-    int t, i;
+    int i;
 
-    (void)p; (void)sb_type;
-    if (!sbt_shm) {
-        return OK;
-    }
-    tables[0] = sbt_shm->vhost;
-    tables[1] = sbt_shm->rule;
-    for (t = 0; t < 2; t++) {
-        for (i = 0; i <= SBT_STATUS_OTHER; i++) {
-            if (tables[t][i].seen_gen == sbt_my_gen) {
-                memset(&tables[t][i].c, 0, sizeof(tables[t][i].c));
-            }
-            else {
-                memset(&tables[t][i], 0, sizeof(tables[t][i]));
-            }
+    for (i = 0; i <= SBT_STATUS_OTHER; i++) {
+        if (table[i].seen_gen == sbt_my_gen) {
+            memset(&table[i].c, 0, sizeof(table[i].c));
+        }
+        else {
+            memset(&table[i], 0, sizeof(table[i]));
         }
     }
-    sbt_shm->since = apr_time_now();
+}
+
+/** Start and full restart, never a graceful one; no child is running. */
+static int sbt_status_pre_mpm(apr_pool_t *p, ap_scoreboard_e sb_type)
+{
+    (void)p; (void)sb_type;
+    if (sbt_shm) {
+        sbt_zero_table(sbt_shm->vhost);
+        sbt_zero_table(sbt_shm->rule);
+        sbt_shm->since = apr_time_now();
+    }
     return OK;
 }
 
 void sbt_status_register_hooks(void)
 {
-    /* post_config: the configuration is complete, the vhosts merged,
-     * and the children of this generation not yet forked, so they
-     * inherit the segment and the slot numbers. */
+    /* The configuration is complete and this generation's children not
+     * yet forked: they inherit the segment and the slot numbers. */
     ap_hook_post_config(sbt_status_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-    /* pre_mpm: run by the MPM at start and full restart only, never on a
-     * graceful one: the moment to zero the counters. */
     ap_hook_pre_mpm(sbt_status_pre_mpm, NULL, NULL, APR_HOOK_MIDDLE);
 }

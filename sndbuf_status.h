@@ -2,16 +2,12 @@
 
 /**
  * @file  sndbuf_status.h
- * @brief The status counters' shared-memory layout, for the two files
- *        that use it: sndbuf_status.c (counting, the segment, the slot
- *        map) and sndbuf_status_page.c (the page in its formats).
+ * @brief The status counters' shared-memory layout: sndbuf_status.c
+ *        counts, sndbuf_status_page.c shows them.
  */
 
 #ifndef SNDBUF_STATUS_H
 #define SNDBUF_STATUS_H
-
-#include "apr.h"
-#include "apr_atomic.h"
 
 #include "sndbuf_tune.h"
 
@@ -28,14 +24,11 @@
 #define SBT_NAME_LEN            256
 #define SBT_NAME_HASH_LEN       (4 + 16)
 
-/* Histogram of the effective send buffer (getsockopt SO_SNDBUF, what
- * the kernel really holds: twice the setsockopt argument on Linux).
- * Bucket i counts sizes up to and including 2^(12+i), above the bound
- * of bucket i-1: bucket 0 from 0 to 4k, the last one above 1g, with no
- * bound.  So a bucket is Prometheus' le="2^(12+i)", and the exact
- * powers of two a fixed size gives are its bound.  One more bucket
- * counts responses whose buffer was unknown (no policy applied, or no
- * socket to ask). */
+/* Histogram of the effective send buffer (getsockopt SO_SNDBUF: on Linux
+ * twice the setsockopt argument).  Bucket i counts sizes above bucket
+ * i-1's bound up to 2^(12+i) (Prometheus' le), so the powers of two a
+ * fixed size gives fall on a bound; the last, above 1g, has none.  One
+ * more bucket counts responses whose buffer was unknown. */
 #define SBT_HIST_FIRST_SHIFT    12
 #define SBT_HIST_LAST_SHIFT     30
 #define SBT_HIST_SIZES          (SBT_HIST_LAST_SHIFT - SBT_HIST_FIRST_SHIFT + 2)
@@ -45,8 +38,7 @@
 #define SBT_SHM_MAGIC           0x53425453u     /* "SBTS" */
 #define SBT_SHM_VERSION         2u
 
-/* ap_retained_data key: the segment outlives the module, which every
- * restart unloads. */
+/* The segment outlives the module, which every restart unloads. */
 #define SBT_RETAINED_KEY        "mod_sndbuf_tune/status"
 
 /* The counters of a slot.  The first four are indexed by sbt_policy_e. */
@@ -56,38 +48,30 @@ enum {
     SBT_F_COUNT
 };
 
-/* Children add to the counters from several processes at once, so only
- * the CPU's atomic instructions will do.  APR's 64-bit atomics (APR 1.7)
- * are those where APR was built with the compiler's 64-bit atomic
- * builtins, as on every 64-bit target (Debian's amd64 libapr1:
- * apr_atomic_add64 is one "lock xadd").  Without them APR uses mutexes
- * private to each process, and children adding at the same moment may
- * lose a count. */
+/* Children in several processes add at once: only the CPU's atomic
+ * instructions will do.  APR 1.7's 64-bit atomics are those where APR was
+ * built with the compiler's 64-bit builtins, as on every 64-bit target
+ * (Debian amd64: one "lock xadd"); elsewhere they take mutexes private
+ * to each process, and children adding at once may lose a count. */
 typedef struct {
     apr_uint64_t v[SBT_F_COUNT];
     apr_uint64_t hist[SBT_HIST_BUCKETS];
-    /** The sizes the histogram counts, added up (Prometheus' _sum). */
-    apr_uint64_t hist_sum;
+    apr_uint64_t hist_sum;      /**< the sizes counted, added up (_sum) */
 } sbt_counters_t;
 
 typedef struct {
-    /** NUL-terminated; written by the parent only. */
-    char name[SBT_NAME_LEN];
-    /** Last generation whose configuration names this slot; 0: free. */
-    apr_uint32_t seen_gen;
+    char name[SBT_NAME_LEN];    /**< NUL-terminated; the parent writes it */
+    apr_uint32_t seen_gen;      /**< last generation naming it; 0: free */
     sbt_counters_t c;
 } sbt_slot_t;
 
 typedef struct {
-    /** What made the segment: a graceful restart into a build with
-     *  another layout must not use it. */
+    /** The layout, checked by a graceful restart into another build. */
     apr_uint32_t magic;
     apr_uint32_t version;
     apr_size_t size;
-    /** Configurations loaded since the segment was created. */
-    apr_uint32_t generation;
-    /** When the counters were last zeroed (start, full restart). */
-    apr_time_t since;
+    apr_uint32_t generation;    /**< configurations loaded since created */
+    apr_time_t since;           /**< last zeroed: start or full restart */
     sbt_slot_t vhost[SBT_STATUS_SLOTS + 1];
     sbt_slot_t rule[SBT_STATUS_SLOTS + 1];
 } sbt_shm_t;

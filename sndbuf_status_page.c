@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * sndbuf_status_page.c: the status page (SetHandler sndbuf-tune-status)
- * in HTML and ?auto (mod_status's "Key: value" style), the Prometheus
- * text format (SetHandler sndbuf-tune-metrics), and a summary on
- * mod_status's own page.  The counters it reads are kept by
- * sndbuf_status.c; sndbuf_status.h has their layout.
+ * sndbuf_status_page.c: sndbuf_status.c's counters shown: SetHandler
+ * sndbuf-tune-status in HTML or ?auto (mod_status's "Key: value"),
+ * sndbuf-tune-metrics for Prometheus, and totals on mod_status's page.
  */
 
 #include "httpd.h"
@@ -14,6 +12,7 @@
 #include "http_log.h"
 #include "http_protocol.h"
 
+#include "apr_atomic.h"
 #include "apr_optional_hooks.h"
 #include "apr_strings.h"
 
@@ -55,27 +54,22 @@ static apr_uint64_t sbt_bucket_bound(int i)
            ? (apr_uint64_t)1 << (SBT_HIST_FIRST_SHIFT + i) : 0;
 }
 
-/* ---------------------------------------------------------------- */
-/* Reading                                                          */
-/* ---------------------------------------------------------------- */
+/* ---- Reading ---- */
 
 /** One slot's counters as read, for one page. */
 typedef struct {
     int slot;
-    /** As shown (sbt_show_name): every format may show it. */
-    const char *name;
-    /** Named by the configuration of the process that serves the page. */
-    int configured;
+    const char *name;           /**< as shown (sbt_show_name) */
+    int configured;             /**< named by this process's configuration */
     sbt_counters_t c;
 } sbt_view_t;
 
 /* The counters as 64-bit words, to read and add them all alike. */
 #define SBT_WORDS (sizeof(sbt_counters_t) / sizeof(apr_uint64_t))
 
-/** Length of the well-formed UTF-8 sequence at @a s, 0 if there is
- *  none.  The lead byte gives the length and, after E0, ED, F0 and F4,
- *  a narrower range for the next byte: no overlongs, surrogates or
- *  values past U+10FFFF (RFC 3629). */
+/** Length of the well-formed UTF-8 sequence at @a s, 0 if none.  After
+ *  E0, ED, F0 and F4 the next byte's range narrows: no overlongs,
+ *  surrogates or values past U+10FFFF (RFC 3629). */
 static int sbt_utf8_len(const unsigned char *s)
 {
     int n = s[0] < 0x80 ? 1 : s[0] < 0xc2 ? 0 : s[0] < 0xe0 ? 2
@@ -95,15 +89,11 @@ static int sbt_utf8_len(const unsigned char *s)
     return n;
 }
 
-/** @a s as one line of UTF-8 text that no other name shows as.  Names
- *  come from configuration files (ServerName, an Include's file name)
- *  and may hold any byte, but every format says it is UTF-8 and none may
- *  break a line.  So a byte that is not part of well-formed UTF-8, the
- *  bytes of a control character (C0, DEL and C1) and "%" itself are
- *  written %XX, and so is a leading "(": names in parentheses are the
- *  module's own ("(other)").  The original bytes can be read back, so
- *  two names never show alike: a Prometheus series, an ?auto Name or an
- *  HTML row stands for one name.  Each format escapes its own specials. */
+/** @a s as one line of UTF-8 that no other name shows as, though names
+ *  from the configuration (ServerName, an Include's file name) may hold
+ *  any byte.  Bytes outside well-formed UTF-8, control characters (C0,
+ *  DEL, C1), "%" and a leading "(" (names in parentheses are the module's
+ *  own) become %XX, which reads back.  Each format escapes its own. */
 static const char *sbt_show_name(apr_pool_t *p, const char *s)
 {
     const unsigned char *c = (const unsigned char *)s;
@@ -174,8 +164,7 @@ static apr_array_header_t *sbt_read_table(apr_pool_t *p, sbt_slot_t *table)
     return views;
 }
 
-/** Every vhost slot added up, as one view: each request counts in
- *  exactly one. */
+/** Every vhost slot added up, as one view: a request counts in one. */
 static apr_array_header_t *sbt_read_totals(apr_pool_t *p)
 {
     apr_array_header_t *views = sbt_read_table(p, sbt_shm->vhost);
@@ -195,9 +184,7 @@ static apr_array_header_t *sbt_read_totals(apr_pool_t *p)
     return one;
 }
 
-/* ---------------------------------------------------------------- */
-/* ?auto: mod_status's "Key: value" lines                           */
-/* ---------------------------------------------------------------- */
+/* ---- ?auto: mod_status's "Key: value" lines ---- */
 
 static void sbt_auto_counters(request_rec *r, const char *prefix,
                               const sbt_view_t *v)
@@ -246,9 +233,7 @@ static void sbt_page_auto(request_rec *r)
     sbt_auto_table(r, "Network", sbt_shm->rule);
 }
 
-/* ---------------------------------------------------------------- */
-/* HTML                                                             */
-/* ---------------------------------------------------------------- */
+/* ---- HTML ---- */
 
 /** Bucket @a i's column head: "4k" ... "1g", "&gt; 1g", "unknown". */
 static const char *sbt_bucket_label(apr_pool_t *p, int i)
@@ -263,8 +248,7 @@ static const char *sbt_bucket_label(apr_pool_t *p, int i)
                         "kmg"[shift / 10 - 1]);
 }
 
-/** One row a slot: its counters, then the histogram's buckets that any
- *  row uses. */
+/** A row a slot: its counters, then the buckets that any row uses. */
 static void sbt_html_table(request_rec *r, const char *what,
                            apr_array_header_t *views)
 {
@@ -276,13 +260,11 @@ static void sbt_html_table(request_rec *r, const char *what,
         ap_rputs("<p>None configured.</p>\n", r);
         return;
     }
-    for (i = 0; i < views->nelts; i++) {
-        for (j = 0; j < SBT_HIST_BUCKETS; j++) {
-            if (v[i].c.hist[j] && !used[j]) {
-                used[j] = 1;
-                nused++;
-            }
+    for (j = 0; j < SBT_HIST_BUCKETS; j++) {
+        for (i = 0; i < views->nelts && !used[j]; i++) {
+            used[j] = v[i].c.hist[j] != 0;
         }
+        nused += used[j];
     }
     ap_rprintf(r, "<table border=\"1\">\n<tr><th rowspan=\"2\">%s</th>"
                "<th colspan=\"4\">requests by policy</th>", what);
@@ -347,9 +329,7 @@ static void sbt_page_html(request_rec *r)
              "</body></html>\n", r);
 }
 
-/* ---------------------------------------------------------------- */
-/* Prometheus text format 0.0.4                                     */
-/* ---------------------------------------------------------------- */
+/* ---- Prometheus text format 0.0.4 ---- */
 
 /** @a s as a label value: backslash and double quote escaped.  A shown
  *  name has no newline, the format's third special. */
@@ -453,9 +433,7 @@ static void sbt_page_metrics(request_rec *r)
     sbt_prom_table(r, "rule", sbt_shm->rule);
 }
 
-/* ---------------------------------------------------------------- */
-/* Handler and mod_status section                                   */
-/* ---------------------------------------------------------------- */
+/* ---- Handler and mod_status section ---- */
 
 /** Is @a word, alone or as word=..., one of the &- or ;-separated
  *  words of the query string @a args? */
