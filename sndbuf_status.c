@@ -54,14 +54,6 @@ typedef struct {
 static apr_hash_t *sbt_vhost_slots;
 static apr_hash_t *sbt_rule_slots;
 
-/** The slot of @a obj; -1 if this configuration has none for it. */
-static int sbt_slot_of(apr_hash_t *h, const void *obj)
-{
-    const sbt_named_t *e = h ? apr_hash_get(h, &obj, sizeof(obj)) : NULL;
-
-    return e ? e->slot : -1;
-}
-
 /** The histogram bucket of an effective size (-1: unknown). */
 static int sbt_bucket(int effective)
 {
@@ -84,14 +76,18 @@ static void sbt_add(apr_uint64_t *counter, apr_int64_t n)
     }
 }
 
-static void sbt_count(sbt_slot_t *table, int slot, const sbt_outcome_t *o)
+/** Add @a o to the slot of @a obj in @a table, if @a slots gives it one. */
+static void sbt_count(sbt_slot_t *table, apr_hash_t *slots, const void *obj,
+                      const sbt_outcome_t *o)
 {
+    const sbt_named_t *e = slots ? apr_hash_get(slots, &obj, sizeof(obj))
+                                 : NULL;
     sbt_counters_t *c;
 
-    if (slot < 0 || slot > SBT_STATUS_OTHER) {
+    if (!e) {
         return;
     }
-    c = &table[slot].c;
+    c = &table[e->slot].c;
     sbt_add(&c->v[SBT_F_NONE + o->policy], 1);
     sbt_add(&c->v[SBT_F_BYTES], o->bytes_sent);
     sbt_add(&c->v[SBT_F_LIMITED], o->sndbuf_limited);
@@ -107,9 +103,9 @@ void sbt_status_record(const sbt_outcome_t *o)
         || (unsigned)o->policy > (unsigned)SBT_POLICY_AUTO) {
         return;
     }
-    sbt_count(sbt_shm->vhost, sbt_slot_of(sbt_vhost_slots, o->server), o);
+    sbt_count(sbt_shm->vhost, sbt_vhost_slots, o->server, o);
     if (o->network) {
-        sbt_count(sbt_shm->rule, sbt_slot_of(sbt_rule_slots, o->network), o);
+        sbt_count(sbt_shm->rule, sbt_rule_slots, o->network, o);
     }
 }
 
@@ -196,15 +192,12 @@ static int sbt_free_slot(const sbt_slot_t *table, apr_uint32_t gen)
     return best;
 }
 
-/**
- * Give each of @a all (in pconf) a slot of @a table; returns the map from
- * object to entry, in @a pconf.  Known names keep their slots; each new
- * one, in configuration order, takes a free slot, else the one longest
- * absent (zeroed; an old-generation child still ending a request of the
- * departed name may add there), else "(other)", counted in @a overflow.
- * Objects of one name (IP-based vhosts with one ServerName and port)
- * share its slot.
- */
+/** Give each of @a all (in pconf) a slot of @a table; returns the map from
+ *  object to entry, in @a pconf.  Known names keep their slots; new ones,
+ *  in configuration order, take a free slot, else the one longest absent
+ *  (zeroed; an old-generation child still ending a request of the departed
+ *  name may add there), else "(other)", counted in @a overflow.  Objects
+ *  of one name (IP-based vhosts with one ServerName and port) share it. */
 static apr_hash_t *sbt_map_table(sbt_slot_t *table, apr_uint32_t gen,
                                  apr_array_header_t *all,
                                  apr_pool_t *pconf, apr_pool_t *ptemp,
