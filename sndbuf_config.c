@@ -238,7 +238,7 @@ const command_rec sbt_cmds[] = {
     AP_INIT_TAKE23("SndbufTuneNetwork", sbt_cmd_network, NULL, RSRC_CONF,
                    "client network (CIDR), then none, unset, auto or a "
                    "size, and for auto optionally a rate"),
-    {NULL}
+    {NULL, {NULL}, NULL, 0, 0, NULL}    /* every field: clang -Wextra */
 };
 
 void *sbt_create_dir_conf(apr_pool_t *p, char *dir)
