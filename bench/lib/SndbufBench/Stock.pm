@@ -103,10 +103,16 @@ sub _measure {
     }
     $lab->status(reset => 1) if $timed;
     my $job = $lab->curl_start(url => $srv->url($path), max_time => $secs);
+    my @neighbour;      # [t, bytes_acked] of the bulk flow: first, last
     my $samples = $lab->sample_while(job => $job, interval => 0.25,
         on_sample => sub {
+            my $t = $_[0]{t};
             $bulk //= $lab->bulk_start(cc => $cond->{bulk}, seconds => $secs)
-                if $cond->{later} && $_[0]{t} >= $cond->{later};
+                if $cond->{later} && $t >= $cond->{later};
+            return unless $bulk && $t >= $warm
+                          && (!@neighbour || $t - $neighbour[-1][0] >= 1);
+            my $acked = $lab->bulk_acked($bulk);
+            $neighbour[@neighbour ? 1 : 0] = [$t, $acked] if defined $acked;
         });
     $lab->curl_wait($job);
     $lab->bulk_stop($bulk) if $bulk;
@@ -120,6 +126,8 @@ sub _measure {
     my $dt = $w[-1][0] - $w[0][0];
     my $segs = ($s1->{data_segs_out} // 0) - ($s0->{data_segs_out} // 0);
     my ($tb) = sort { $b <=> $a } map { $_->[1]{tb} // 0 } @s;
+    my @gain = grep { defined } map { $_->[1]{bbr_pacing_gain} } @w;
+    my ($n0, $n1) = @neighbour;
     return {
         bps     => $dt > 0 ? 8 * ($s1->{bytes_acked} - $s0->{bytes_acked})
                              / $dt : undef,
@@ -130,6 +138,12 @@ sub _measure {
         limited_ms => ($s1->{sndbuf_limited_ms} // 0)
                       - ($s0->{sndbuf_limited_ms} // 0),
         retunes => $e->{retunes},
+        # bbr's startup paces at 2.89 x; a flow its buffer keeps
+        # app-limited may never leave it (docs/auto.md)
+        startup => @gain ? 100 * (grep { $_ > 2 } @gain) / @gain : undef,
+        neighbour_bps => $n1 && $n1->[0] > $n0->[0]
+                         ? 8 * ($n1->[1] - $n0->[1]) / ($n1->[0] - $n0->[0])
+                         : undef,
     };
 }
 
@@ -184,7 +198,8 @@ sub _median_round {
     my @rounds = @_;
     my %m;
     for my $c (map { $_->[0] } @CONFIGS) {
-        for my $k (qw(bps srtt_ms retrans tb limited_ms)) {
+        for my $k (qw(bps srtt_ms retrans tb limited_ms startup
+                      neighbour_bps)) {
             $m{$c}{$k} = median(map { $_->{$c}{$k} } @rounds);
         }
         ($m{$c}{retunes}) = sort { $b <=> $a }
@@ -231,7 +246,10 @@ sub run {
         . "data queued); re-tunes = the module's changes to the socket "
         . "(SNDBUF_TUNE_RETUNES: locks, releases; the most of any round): "
         . "0 means it left every download to autotuning throughout, so "
-        . "any gap to `unset` is the cell's own noise."
+        . "any gap to `unset` is the cell's own noise; bbr in startup = "
+        . "the share of the window's `ss` samples where bbr paced at its "
+        . "startup gain (2.89); the other flow = the bulk flow beside the "
+        . "download, over the same window."
         . (($ctx->{opt}{repeat} || 1) > 1
            ? " Each cell measured $ctx->{opt}{repeat} times (`--repeat`), "
              . "the order rotating: each figure is the rounds' median, "
@@ -269,7 +287,8 @@ sub run {
                                         : $cond->{name};
                 push @order, $table unless $rows{$table};
                 push @{ $rows{$table} }, sprintf
-                    "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                    "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
+                    . "| %s |\n",
                     "$profile->{name} ($profile->{cc}"
                     . ($profile->{wmem_max} ? ", $profile->{wmem_max}" : '')
                     . ')', $p->{name},
@@ -278,8 +297,10 @@ sub run {
                         qw(auto autobw)),
                     $f->('%.0f', 'srtt_ms'), $f->('%.2f', 'retrans', 100),
                     $f->('%.0f', 'tb', 1 / 1024), $f->('%.0f', 'limited_ms'),
-                    join ' / ', map { $r->{$_}{retunes} // 'n/a' }
-                                qw(auto autobw);
+                    join(' / ', map { $r->{$_}{retunes} // 'n/a' }
+                                qw(auto autobw)),
+                    $f->('%.0f', 'startup'),
+                    $cond->{bulk} ? $f->('%.2f', 'neighbour_bps', 1e-6) : '-';
                 my $want = $p->{name} eq 'longfat' && $cond->{name} eq 'alone'
                            && $profile->{name} ne 'stock' ? 1.3
                          : $cond->{bulk} ? 0.95 : 0.97;
@@ -307,8 +328,11 @@ sub run {
             . "| srtt ms unset/auto/autobw | rtx % unset/auto/autobw "
             . "| peak tb KiB unset/auto/autobw "
             . "| buffer-limited ms unset/auto/autobw "
-            . "| re-tunes auto/autobw (most in a round) |\n"
-            . "|---|---|---|---|---|---|---|---|---|---|\n", @{ $rows{$table} };
+            . "| re-tunes auto/autobw (most in a round) "
+            . "| bbr in startup % unset/auto/autobw "
+            . "| the other flow's Mbit/s unset/auto/autobw |\n"
+            . "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            @{ $rows{$table} };
     }
     return { section => join('', @section), targets => \@targets };
 }

@@ -90,6 +90,7 @@ sub _bw { my ($n, $u) = @_; return $n * ($BW_UNIT{$u // ''} // 1) }
 #   max_pacing_rate (bit/s; only where SO_MAX_PACING_RATE set one, which
 #   also turns the kernel's pacing on: ss shows "pacing_rate R/MAX")
 #   busy_ms sndbuf_limited_ms rwnd_limited_ms app_limited (0/1),
+#   bbr_pacing_gain (bbr's own state: 2.89 in startup, 0.75-1.25 after),
 #   raw (the socket's text on one line).
 sub parse_ss {
     my $text = shift;
@@ -148,6 +149,7 @@ sub parse_ss {
             $s->{"${k}_ms"} = $r =~ /\b$k:(\d+)ms/ ? $1 : 0;
         }
         $s->{app_limited} = $r =~ /\bapp_limited\b/ ? 1 : 0;
+        $s->{bbr_pacing_gain} = $1 if $r =~ /\bpacing_gain:([\d.]+)/;
     }
     return @socks;
 }

@@ -576,6 +576,14 @@ sub bulk_start {
                       '--clamp', int($a{inflight} // 0)) ] };
 }
 
+# The bytes a bulk flow has delivered so far (its source's bytes_acked),
+# or undef while it has no connection.
+sub bulk_acked {
+    my ($self, $bulk) = @_;
+    my ($s) = ss_sockets(ns => $self->{ns_server}, sport => $bulk->{port});
+    return $s && $s->{bytes_acked};
+}
+
 sub bulk_stop {
     my ($self, $bulk) = @_;
     for my $pid (@{ $bulk->{pids} }) {
