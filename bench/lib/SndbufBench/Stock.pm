@@ -103,16 +103,17 @@ sub _measure {
     }
     $lab->status(reset => 1) if $timed;
     my $job = $lab->curl_start(url => $srv->url($path), max_time => $secs);
-    my @neighbour;      # [t, bytes_acked] of the bulk flow: first, last
+    my ($n0, $n1);      # the bulk flow's [t, bytes_acked]: first, latest
     my $samples = $lab->sample_while(job => $job, interval => 0.25,
         on_sample => sub {
             my $t = $_[0]{t};
             $bulk //= $lab->bulk_start(cc => $cond->{bulk}, seconds => $secs)
                 if $cond->{later} && $t >= $cond->{later};
             return unless $bulk && $t >= $warm
-                          && (!@neighbour || $t - $neighbour[-1][0] >= 1);
-            my $acked = $lab->bulk_acked($bulk);
-            $neighbour[@neighbour ? 1 : 0] = [$t, $acked] if defined $acked;
+                          && (!$n1 || $t - $n1->[0] >= 1);
+            my $acked = $lab->bulk_acked($bulk) // return;
+            $n1 = [$t, $acked];
+            $n0 //= $n1;
         });
     $lab->curl_wait($job);
     $lab->bulk_stop($bulk) if $bulk;
@@ -127,7 +128,6 @@ sub _measure {
     my $segs = ($s1->{data_segs_out} // 0) - ($s0->{data_segs_out} // 0);
     my ($tb) = sort { $b <=> $a } map { $_->[1]{tb} // 0 } @s;
     my @gain = grep { defined } map { $_->[1]{bbr_pacing_gain} } @w;
-    my ($n0, $n1) = @neighbour;
     return {
         bps     => $dt > 0 ? 8 * ($s1->{bytes_acked} - $s0->{bytes_acked})
                              / $dt : undef,
