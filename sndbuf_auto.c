@@ -195,8 +195,8 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
 
     /* The look's socket calls (no waiting on the network) run under the
      * connection's lock, so another stream's fix cannot come between what
-     * is read and what is set.  Only its own streams wait (but in the
-     * process-wide fallback of sndbuf_conn.c); HTTP/1 takes none. */
+     * is read and what is set.  Only its own streams wait; HTTP/1 takes
+     * none. */
     if (a->stopped || now < a->next_look
         || (conn = sbt_conn_enter(c)) == NULL) {
         return;

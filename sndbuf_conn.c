@@ -16,41 +16,20 @@
 
 APLOG_USE_MODULE(sndbuf_tune);
 
-#if APR_HAS_THREADS
-/** For the streams of a connection that has no lock of its own (its
- *  creation failed, or HTTP/2 came where pre_connection and the
- *  protocol switch did not expect it): correct, but one per process. */
-static apr_thread_mutex_t *sbt_shared_mutex;
-
-/** The lock @a c takes on its primary's state: the connection's own once
- *  it has one (streams, and the primary's thread, which then has streams
- *  beside it: an h2c Upgrade request is logged there), else the
- *  process's for a stream, else none (HTTP/1: one thread at a time). */
-static apr_thread_mutex_t *sbt_conn_mutex(conn_rec *c, sbt_conn_t *conn)
-{
-    if (conn->mutex) {
-        return conn->mutex;
-    }
-    return c->master ? sbt_shared_mutex : NULL;
-}
-#endif
-
 sbt_conn_t *sbt_conn_enter(conn_rec *c)
 {
     conn_rec *primary = c->master ? c->master : c;
     sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
                                             &sndbuf_tune_module);
-#if APR_HAS_THREADS
-    apr_thread_mutex_t *mutex;
-#endif
 
     if (!conn) {
         return NULL;
     }
 #if APR_HAS_THREADS
-    mutex = sbt_conn_mutex(c, conn);
-    if ((mutex && apr_thread_mutex_lock(mutex) != APR_SUCCESS)
-        || (!mutex && c->master)) {
+    /* HTTP/1 takes no lock: one thread at a time.  A stream of a
+     * connection whose lock could not be made is left alone. */
+    if (conn->mutex ? apr_thread_mutex_lock(conn->mutex) != APR_SUCCESS
+                    : c->master != NULL) {
         return NULL;
     }
 #endif
@@ -66,10 +45,9 @@ void sbt_conn_leave(conn_rec *c)
     conn_rec *primary = c->master ? c->master : c;
     sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
                                             &sndbuf_tune_module);
-    apr_thread_mutex_t *mutex = conn ? sbt_conn_mutex(c, conn) : NULL;
 
-    if (mutex) {
-        apr_thread_mutex_unlock(mutex);
+    if (conn && conn->mutex) {
+        apr_thread_mutex_unlock(conn->mutex);
     }
 #else
     (void)c;
@@ -130,8 +108,8 @@ static void sbt_conn_make_mutex(conn_rec *c, sbt_conn_t *conn)
     if (rv != APR_SUCCESS) {
         conn->mutex = NULL;
         ap_log_cerror(APLOG_MARK, APLOG_DEBUG, rv, c, "SndbufTune: no "
-                      "lock for this connection, its HTTP/2 streams share "
-                      "the process's");
+                      "lock for this connection: its HTTP/2 streams are "
+                      "left alone");
     }
 #else
     (void)c; (void)conn;
@@ -182,27 +160,8 @@ static int sbt_conn_pre_connection(conn_rec *c, void *csd)
     return DECLINED;
 }
 
-static void sbt_conn_child_init(apr_pool_t *pchild, server_rec *s)
-{
-#if APR_HAS_THREADS
-    apr_status_t rv = apr_thread_mutex_create(&sbt_shared_mutex,
-                                              APR_THREAD_MUTEX_DEFAULT,
-                                              pchild);
-    if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, "cannot create the "
-                     "fallback mutex for HTTP/2 connections; the streams "
-                     "of one without its own lock will not be tuned");
-        sbt_shared_mutex = NULL;
-    }
-#else
-    (void)pchild; (void)s;
-#endif
-}
-
 void sbt_conn_register_hooks(void)
 {
-    /* The fallback HTTP/2 lock is per process. */
-    ap_hook_child_init(sbt_conn_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     /* Made in the connection's thread: streams never allocate from c->pool. */
     ap_hook_pre_connection(sbt_conn_pre_connection, NULL, NULL,
                            APR_HOOK_MIDDLE);

@@ -182,7 +182,7 @@ typedef struct {
     apr_socket_t *csd;
 #if APR_HAS_THREADS
     /** sndbuf_conn.c: serialises the HTTP/2 streams and the primary's
-     *  thread; NULL where it cannot (streams share one per process). */
+     *  thread; NULL for HTTP/1 (where it failed, streams are not tuned). */
     apr_thread_mutex_t *mutex;
 #endif
     /** sndbuf_auto.c: the measured rate (bytes/s; 0: none yet), carried
