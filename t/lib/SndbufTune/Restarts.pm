@@ -252,10 +252,13 @@ my @GRACEFULS;
 # download: curl saw a clean close (exit 18), the request never reached
 # the access log (httpd logs it when the response is done, whichever
 # way the connection ends, unless the process ends first), and a
-# graceful restart ran while it was in flight.
+# graceful restart ran while it was in flight. When the child ends before
+# any worker read the request, the kernel closes a socket with unread
+# data by a reset: curl exit 56 with no status and no byte (000 ... 0).
 sub cut_by_httpd_race {
     my ($mpm, $r) = @_;
-    return 0 unless $mpm eq 'event' && $r->{why} =~ /^curl exit 18:/;
+    return 0 unless $mpm eq 'event'
+        && $r->{why} =~ /^curl exit (?:18:|56: .* 000 \S+ 0 port=)/;
     my ($port) = $r->{why} =~ /port=(\d+)/ or return 0;
     return 0 if $LAB->srv->access_entry_for($port, 0);
     return scalar grep { $r->{t0} <= $_->[1] && $r->{t1} >= $_->[0] }
