@@ -284,7 +284,6 @@ int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
         out->rttvar_us = ti.tcpi_rttvar;
         out->snd_mss = ti.tcpi_snd_mss;
         out->total_retrans = ti.tcpi_total_retrans;
-        out->unacked = ti.tcpi_unacked;
         out->snd_cwnd = ti.tcpi_snd_cwnd;
     }
     if (TI_HAS(len, tcpi_bytes_acked)) {

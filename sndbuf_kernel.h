@@ -35,7 +35,6 @@ typedef struct {
     apr_uint32_t min_rtt_us;   /**< windowed minimum RTT */
     apr_uint32_t snd_mss;
     apr_uint32_t total_retrans;
-    apr_uint32_t unacked;      /**< segments in flight */
     apr_uint32_t snd_cwnd;     /**< congestion window, segments */
     int app_limited;           /**< delivery_rate sample was app-limited */
     apr_uint64_t bytes_acked;
