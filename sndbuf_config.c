@@ -8,7 +8,6 @@
  */
 
 #include "httpd.h"
-#include "http_config.h"
 #include "http_log.h"
 
 #include "apr_strings.h"

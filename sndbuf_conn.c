@@ -10,7 +10,6 @@
 #include "http_connection.h"
 #include "http_log.h"
 #include "http_protocol.h"
-#include "ap_mmn.h"
 
 #include "sndbuf_tune.h"
 

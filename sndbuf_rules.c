@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "httpd.h"
-#include "apr_tables.h"
 
 #include "sndbuf_tune.h"
 

@@ -25,7 +25,6 @@
 #include <unistd.h>             /* getpid */
 
 #include "httpd.h"
-#include "http_config.h"
 #include "http_core.h"
 #include "http_log.h"
 #include "scoreboard.h"

@@ -7,7 +7,6 @@
  */
 
 #include "httpd.h"
-#include "http_config.h"
 #include "http_core.h"
 #include "http_log.h"
 #include "http_protocol.h"
