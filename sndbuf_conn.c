@@ -15,11 +15,15 @@
 
 APLOG_USE_MODULE(sndbuf_tune);
 
+static sbt_conn_t *sbt_conn_get(const conn_rec *c)
+{
+    return ap_get_module_config((c->master ? c->master : c)->conn_config,
+                                &sndbuf_tune_module);
+}
+
 sbt_conn_t *sbt_conn_enter(conn_rec *c)
 {
-    conn_rec *primary = c->master ? c->master : c;
-    sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
-                                            &sndbuf_tune_module);
+    sbt_conn_t *conn = sbt_conn_get(c);
 
     if (!conn) {
         return NULL;
@@ -41,9 +45,7 @@ sbt_conn_t *sbt_conn_enter(conn_rec *c)
 void sbt_conn_leave(conn_rec *c)
 {
 #if APR_HAS_THREADS
-    conn_rec *primary = c->master ? c->master : c;
-    sbt_conn_t *conn = ap_get_module_config(primary->conn_config,
-                                            &sndbuf_tune_module);
+    sbt_conn_t *conn = sbt_conn_get(c);
 
     if (conn && conn->mutex) {
         apr_thread_mutex_unlock(conn->mutex);
@@ -86,8 +88,7 @@ void sbt_conn_follow(sbt_conn_t *conn, sbt_auto_t *au, apr_pool_t *pool)
 
 sbt_auto_t *sbt_conn_draining(conn_rec *c)
 {
-    sbt_conn_t *conn = ap_get_module_config(c->conn_config,
-                                            &sndbuf_tune_module);
+    sbt_conn_t *conn = sbt_conn_get(c);
 
     return conn ? conn->draining : NULL;
 }
@@ -125,8 +126,7 @@ static int sbt_conn_protocol_switch(conn_rec *c, request_rec *r,
 
     (void)r; (void)s;
     if (!c->master && (!strcmp(protocol, "h2") || !strcmp(protocol, "h2c"))
-        && (conn = ap_get_module_config(c->conn_config,
-                                        &sndbuf_tune_module)) != NULL) {
+        && (conn = sbt_conn_get(c)) != NULL) {
         sbt_conn_make_mutex(c, conn);
     }
     return DECLINED;
