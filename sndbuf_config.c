@@ -162,18 +162,17 @@ static const char *sbt_full_form(apr_pool_t *p, const char *arg)
 static const char *sbt_cmd_cidr(cmd_parms *cmd, const char *arg,
                                 sbt_cidr_t *net)
 {
-    const char *why = sbt_parse_cidr(arg, net);
+    const char *why = sbt_parse_cidr(arg, net), *meant = NULL;
     char text[SBT_CIDR_STRLEN];
 
-    if (why == sbt_parse_cidr_host_bits
-        && sbt_format_cidr(net, text, sizeof(text))) {
-        return apr_psprintf(cmd->pool, "%s: did you mean %s?", why, text);
+    if (why == sbt_parse_cidr_host_bits) {
+        meant = sbt_format_cidr(net, text, sizeof(text));
     }
-    if (why == sbt_parse_cidr_partial) {
-        return apr_psprintf(cmd->pool, "%s: did you mean %s?", why,
-                            sbt_full_form(cmd->pool, arg));
+    else if (why == sbt_parse_cidr_partial) {
+        meant = sbt_full_form(cmd->pool, arg);
     }
-    return why;
+    return meant ? apr_psprintf(cmd->pool, "%s: did you mean %s?", why, meant)
+                 : why;
 }
 
 static const char *sbt_cmd_network(cmd_parms *cmd, void *dummy,
