@@ -32,9 +32,6 @@ static const char r_rate_not[] = "not a rate (a number, then bit, kbit, "
 static const char r_rate_point[] = "a decimal point needs a digit on each "
                                    "side (0.5mbit, not .5mbit)";
 static const char r_rate_large[] = "too large (at most 1000gbit)";
-static const char r_cidr_bad4[] = "not an IPv4 address (four numbers from "
-                                  "0 to 255, without leading zeros)";
-static const char r_cidr_bad6[] = "not an IPv6 address";
 const char sbt_parse_cidr_partial[] = "partial IPv4 address: write all "
                                       "four parts";
 const char sbt_parse_cidr_host_bits[] = "host bits are set beyond the "
@@ -252,13 +249,25 @@ const char *sbt_parse_rate(const char *arg, uint64_t *bytes_per_s)
     return NULL;
 }
 
+/** inet_pton of the first @a len characters of @a arg; TRUE on success. */
+static int sbt_pton(int af, const char *arg, size_t len, unsigned char *addr)
+{
+    char ip[SBT_CIDR_STRLEN];
+
+    if (len >= sizeof(ip)) {
+        return 0;
+    }
+    memcpy(ip, arg, len);
+    ip[len] = '\0';
+    return inet_pton(af, ip, addr) == 1;
+}
+
 /** The address in the first @a len characters of @a arg.  IPv4 only as a
  *  full dotted quad: apr_ipsubnet_create reads "10", "10.1" and "10.1.2"
  *  as /8, /16 and /24, which readers easily take for something else. */
 static const char *sbt_parse_address(const char *arg, size_t len,
                                      sbt_cidr_t *c)
 {
-    char ip[SBT_CIDR_STRLEN];
     size_t i, parts = 1;
     int empty_part = 0;
 
@@ -275,13 +284,8 @@ static const char *sbt_parse_address(const char *arg, size_t len,
         return "write an IPv6 network without brackets, e.g. 2001:db8::/32";
     }
     if (memchr(arg, ':', len)) {
-        if (len >= sizeof(ip)) {
-            return r_cidr_bad6;
-        }
-        memcpy(ip, arg, len);
-        ip[len] = '\0';
-        if (inet_pton(AF_INET6, ip, c->addr) != 1) {
-            return r_cidr_bad6;
+        if (!sbt_pton(AF_INET6, arg, len, c->addr)) {
+            return "not an IPv6 address";
         }
         c->family = 6;
         return NULL;
@@ -299,15 +303,11 @@ static const char *sbt_parse_address(const char *arg, size_t len,
     if (parts < 4 && !empty_part) {
         return sbt_parse_cidr_partial;
     }
-    if (len >= sizeof(ip)) {
-        return r_cidr_bad4;
-    }
-    memcpy(ip, arg, len);
-    ip[len] = '\0';
     /* glibc's inet_pton takes exactly four decimal parts of 0..255 and
      * refuses leading zeros, which inet_aton would read as octal. */
-    if (inet_pton(AF_INET, ip, c->addr) != 1) {
-        return r_cidr_bad4;
+    if (!sbt_pton(AF_INET, arg, len, c->addr)) {
+        return "not an IPv4 address (four numbers from 0 to 255, without "
+               "leading zeros)";
     }
     c->family = 4;
     return NULL;
