@@ -224,22 +224,14 @@ static int sbt_law_set_rate(sbt_law_t *l, const sbt_law_limits_t *lim)
 static int sbt_law_clamp(uint64_t v, const sbt_law_limits_t *lim,
                          uint32_t mss, sbt_law_out_t *out)
 {
+    uint64_t min = (uint64_t)lim->limit_min, max = (uint64_t)lim->limit_max;
     uint64_t floor = (uint64_t)mss * SBT_LAW_MIN_SEGMENTS;
+    /* The segments' floor where the limits leave room for it. */
+    uint64_t lo = floor > min && floor <= max ? floor : min;
+    uint64_t size = v < lo ? lo : v > max ? max : v;
 
-    if (floor > (uint64_t)lim->limit_min && v < floor
-        && floor <= (uint64_t)lim->limit_max) {
-        out->clamped = 1;
-        return (int)floor;
-    }
-    if (v < (uint64_t)lim->limit_min) {
-        out->clamped = 1;
-        return lim->limit_min;
-    }
-    if (v > (uint64_t)lim->limit_max) {
-        out->clamped = 1;
-        return lim->limit_max;
-    }
-    return (int)v;
+    out->clamped |= size != v;
+    return (int)size;
 }
 
 /** The kernel, not the administrator, would cut @a want: a lock at
