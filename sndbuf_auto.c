@@ -337,7 +337,6 @@ static apr_bucket *sbt_auto_cut(apr_bucket_brigade *bb, apr_off_t *left)
 static int sbt_auto_only_sendfile(conn_rec *c, apr_bucket_brigade *bb)
 {
     apr_bucket *e;
-    apr_file_t *fd;
 
 #if AP_MODULE_MAGIC_AT_LEAST(20120211, 102)
     if (ap_ssl_conn_is_ssl(c)) {
@@ -351,11 +350,9 @@ static int sbt_auto_only_sendfile(conn_rec *c, apr_bucket_brigade *bb)
         if (APR_BUCKET_IS_METADATA(e)) {
             continue;
         }
-        if (!APR_BUCKET_IS_FILE(e)) {
-            return 0;
-        }
-        fd = ((apr_bucket_file *)e->data)->fd;
-        if (!(apr_file_flags_get(fd) & APR_SENDFILE_ENABLED)) {
+        if (!APR_BUCKET_IS_FILE(e)
+            || !(apr_file_flags_get(((apr_bucket_file *)e->data)->fd)
+                 & APR_SENDFILE_ENABLED)) {
             return 0;
         }
     }

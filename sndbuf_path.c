@@ -158,8 +158,7 @@ void sbt_path_leave(const apr_sockaddr_t *client, const void *conn)
     /* This one is done: the others' next looks share nothing with it. */
     for (i = 0; i < SBT_PATH_LOOKERS; i++) {
         if (p->looker[i].conn == conn) {
-            p->looker[i].conn = NULL;
-            p->looker[i].at = 0;
+            p->looker[i] = (sbt_looker_t){NULL, 0};
         }
     }
     sbt_path_unlock();

@@ -35,10 +35,8 @@ static int sbt_initial_size(void)
 
 void sbt_sock_init(sbt_sock_t *s, apr_socket_t *csd)
 {
-    memset(s, 0, sizeof(*s));
-    s->fd = sbt_sock_fd(csd);
-    s->state = SBT_SOCK_UNKNOWN;
-    s->effective = -1;
+    *s = (sbt_sock_t){.fd = sbt_sock_fd(csd), .state = SBT_SOCK_UNKNOWN,
+                      .effective = -1};
 }
 
 void sbt_sock_attach(sbt_sock_t *s, apr_socket_t *csd)
