@@ -269,27 +269,25 @@ static void sbt_note_figures(request_rec *r, const sbt_req_t *rq,
                              const sbt_tcp_info_t *e, sbt_outcome_t *o)
 {
     const sbt_tcp_info_t *s = &rq->start;
-    apr_int64_t limited = -1, retrans = -1, delivery = -1, min_rtt = -1;
 
     if (e->valid & s->valid & SBT_TI_CHRONO) {
         apr_time_t elapsed = apr_time_now() - r->request_time;
+        apr_int64_t limited = (apr_int64_t)(e->sndbuf_limited_us
+                                            - s->sndbuf_limited_us);
 
-        limited = (apr_int64_t)(e->sndbuf_limited_us - s->sndbuf_limited_us);
         o->sndbuf_limited = limited * 10 > elapsed;
-    }
-    if (e->valid & s->valid & SBT_TI_BASE) {
-        retrans = (apr_int64_t)e->total_retrans - s->total_retrans;
+        sbt_note_num(r, SBT_NOTE_LIMITED_MS, limited < 0 ? -1 : limited / 1000);
     }
     if (e->valid & SBT_TI_DELIVERY) {
-        delivery = (apr_int64_t)e->delivery_rate * 8;
+        sbt_note_num(r, SBT_NOTE_DELIVERY, (apr_int64_t)e->delivery_rate * 8);
     }
     if (e->valid & SBT_TI_MIN_RTT) {
-        min_rtt = e->min_rtt_us;
+        sbt_note_num(r, SBT_NOTE_MIN_RTT, e->min_rtt_us);
     }
-    sbt_note_num(r, SBT_NOTE_LIMITED_MS, limited < 0 ? -1 : limited / 1000);
-    sbt_note_num(r, SBT_NOTE_DELIVERY, delivery);
-    sbt_note_num(r, SBT_NOTE_MIN_RTT, min_rtt);
-    sbt_note_num(r, SBT_NOTE_RETRANS, retrans);
+    if (e->valid & s->valid & SBT_TI_BASE) {
+        sbt_note_num(r, SBT_NOTE_RETRANS,
+                     (apr_int64_t)e->total_retrans - s->total_retrans);
+    }
 }
 
 /** The outcome of @a rq's response: its figures, and auto's. */
