@@ -26,6 +26,22 @@
 
 #include "sndbuf_tune.h"
 
+/* Per-request notes and environment variables (LogFormat %{..}n/%{..}e,
+ * mod_headers).  The decision, set before the handler runs: */
+#define SBT_NOTE_POLICY     "SNDBUF_TUNE_POLICY"
+#define SBT_NOTE_REQUESTED  "SNDBUF_TUNE_REQUESTED"
+#define SBT_NOTE_EFFECTIVE  "SNDBUF_TUNE_EFFECTIVE"
+#define SBT_NOTE_RULE       "SNDBUF_TUNE_RULE"
+/* The outcome, set once the response is written (log_transaction), when
+ * REQUESTED and EFFECTIVE are brought up to date too. */
+#define SBT_NOTE_RTT        "SNDBUF_TUNE_RTT_US"
+#define SBT_NOTE_BW         "SNDBUF_TUNE_BW_BPS"
+#define SBT_NOTE_RETUNES    "SNDBUF_TUNE_RETUNES"
+#define SBT_NOTE_LIMITED_MS "SNDBUF_TUNE_SNDBUF_LIMITED_MS"
+#define SBT_NOTE_DELIVERY   "SNDBUF_TUNE_DELIVERY_BPS"
+#define SBT_NOTE_MIN_RTT    "SNDBUF_TUNE_MIN_RTT_US"
+#define SBT_NOTE_RETRANS    "SNDBUF_TUNE_RETRANS"
+
 static const char *const sbt_policy_names[] = {
     "none", "unset", "fixed", "auto"
 };

@@ -16,6 +16,25 @@
 
 APLOG_USE_MODULE(sndbuf_tune);
 
+/** A field a scope leaves to the scopes around it (mod_reqtimeout's
+ *  UNSET), so that 0 and NONE can be said. */
+#define SBT_UNSET (-1)
+
+typedef struct {
+    sbt_setting_t tune;         /**< SndbufTune; NONE: leave the socket */
+    /** SBT_UNSET: no SndbufTune here.  1: in <Directory>, <Location> or
+     *  <Files>, so it beats network rules (which beat vhost-wide lines). */
+    int tune_in_section;
+    /** From a .htaccess: its size is held to the limits' max, as auto's. */
+    int tune_in_htaccess;
+    apr_int64_t rate;           /**< SndbufTuneBandwidth; 0: measure */
+    int limit_min;              /**< SndbufTuneLimits, set together */
+    int limit_max;
+    /** The max of a SndbufTuneLimits outside .htaccess, which no
+     *  .htaccess raises the limits past. */
+    int limit_cap;
+} sbt_dir_conf_t;
+
 /* Auto's default clamps: below the kernel's own initial 16k buffer
  * (tcp_wmem[1]) nothing is gained; above wmem_max the kernel refuses.
  * SBT_AUTO_MAX_FALLBACK only applies where wmem_max cannot be read. */

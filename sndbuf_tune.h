@@ -21,22 +21,6 @@
 
 extern module AP_MODULE_DECLARE_DATA sndbuf_tune_module;
 
-/* Per-request notes and environment variables (LogFormat %{..}n/%{..}e,
- * mod_headers).  The decision, set before the handler runs: */
-#define SBT_NOTE_POLICY     "SNDBUF_TUNE_POLICY"
-#define SBT_NOTE_REQUESTED  "SNDBUF_TUNE_REQUESTED"
-#define SBT_NOTE_EFFECTIVE  "SNDBUF_TUNE_EFFECTIVE"
-#define SBT_NOTE_RULE       "SNDBUF_TUNE_RULE"
-/* The outcome, set once the response is written (log_transaction), when
- * REQUESTED and EFFECTIVE are brought up to date too. */
-#define SBT_NOTE_RTT        "SNDBUF_TUNE_RTT_US"
-#define SBT_NOTE_BW         "SNDBUF_TUNE_BW_BPS"
-#define SBT_NOTE_RETUNES    "SNDBUF_TUNE_RETUNES"
-#define SBT_NOTE_LIMITED_MS "SNDBUF_TUNE_SNDBUF_LIMITED_MS"
-#define SBT_NOTE_DELIVERY   "SNDBUF_TUNE_DELIVERY_BPS"
-#define SBT_NOTE_MIN_RTT    "SNDBUF_TUNE_MIN_RTT_US"
-#define SBT_NOTE_RETRANS    "SNDBUF_TUNE_RETRANS"
-
 /** What one SndbufTune or SndbufTuneNetwork line asks for. */
 typedef struct {
     sbt_policy_e policy;
@@ -47,25 +31,6 @@ typedef struct {
      *  have no business knowing the configuration's paths. */
     const char *rule_env;
 } sbt_setting_t;
-
-/** A field a scope leaves to the scopes around it (mod_reqtimeout's
- *  UNSET), so that 0 and NONE can be said. */
-#define SBT_UNSET (-1)
-
-typedef struct {
-    sbt_setting_t tune;         /**< SndbufTune; NONE: leave the socket */
-    /** SBT_UNSET: no SndbufTune here.  1: in <Directory>, <Location> or
-     *  <Files>, so it beats network rules (which beat vhost-wide lines). */
-    int tune_in_section;
-    /** From a .htaccess: its size is held to the limits' max, as auto's. */
-    int tune_in_htaccess;
-    apr_int64_t rate;           /**< SndbufTuneBandwidth; 0: measure */
-    int limit_min;              /**< SndbufTuneLimits, set together */
-    int limit_max;
-    /** The max of a SndbufTuneLimits outside .htaccess, which no
-     *  .htaccess raises the limits past. */
-    int limit_cap;
-} sbt_dir_conf_t;
 
 /** One SndbufTuneNetwork rule. */
 typedef struct {
