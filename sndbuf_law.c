@@ -432,8 +432,7 @@ void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
 {
     int ramp;
 
-    *out = (sbt_law_out_t){0};
-    out->why = "";
+    *out = (sbt_law_out_t){.why = ""};
     sbt_law_rtt(l, s);
     l->measured = sbt_law_estimate(l->measured, s);
     out->limited = s->has_chrono

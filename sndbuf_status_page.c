@@ -172,9 +172,7 @@ static apr_array_header_t *sbt_read_totals(apr_pool_t *p)
     sbt_view_t *total = apr_array_push(one);
     int i, j;
 
-    memset(total, 0, sizeof(*total));
-    total->name = "all vhosts";
-    total->configured = 1;
+    *total = (sbt_view_t){.name = "all vhosts", .configured = 1};
     for (i = 0; i < views->nelts; i++) {
         for (j = 0; j < (int)SBT_WORDS; j++) {
             ((apr_uint64_t *)&total->c)[j] += ((apr_uint64_t *)&v[i].c)[j];
