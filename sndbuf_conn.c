@@ -74,13 +74,11 @@ static apr_status_t sbt_conn_unfollow(void *data)
 
 void sbt_conn_follow(sbt_conn_t *conn, sbt_auto_t *au, apr_pool_t *pool)
 {
-    sbt_follow_t *f;
-
     conn->draining = au;
     if (au) {
-        f = apr_palloc(pool, sizeof(*f));
-        f->conn = conn;
-        f->au = au;
+        sbt_follow_t *f = apr_palloc(pool, sizeof(*f));
+
+        *f = (sbt_follow_t){conn, au};
         apr_pool_cleanup_register(pool, f, sbt_conn_unfollow,
                                   apr_pool_cleanup_null);
     }

@@ -132,10 +132,8 @@ apr_uint32_t sbt_path_look(const apr_sockaddr_t *client, const void *conn,
             sbt_path_unlock();
             return own_us;
         }
-        memset(p, 0, sizeof(*p));
-        p->family = client->family;
+        *p = (sbt_path_t){.family = client->family, .min_rtt_us = own_us};
         memcpy(p->addr, client->ipaddr_ptr, client->ipaddr_len);
-        p->min_rtt_us = own_us;
     }
     if (stale || own_us <= p->min_rtt_us) {
         p->min_rtt_us = own_us;
