@@ -34,7 +34,7 @@ sbt_kernel_t sbt_kernel;
 /* SO_BUF_LOCK's send bit, the kernel's SOCK_SNDBUF_LOCK. */
 #define SBT_SNDBUF_LOCK 1
 
-static void read_sysctl_u32s(const char *path, apr_uint32_t *out, int n)
+static void sbt_read_sysctl_u32s(const char *path, apr_uint32_t *out, int n)
 {
     FILE *f = fopen(path, "r");
     unsigned long v;
@@ -56,8 +56,8 @@ void sbt_kernel_probe(void)
     int fd, locked;
 
     memset(k, 0, sizeof(*k));
-    read_sysctl_u32s("/proc/sys/net/core/wmem_max", &k->wmem_max, 1);
-    read_sysctl_u32s("/proc/sys/net/ipv4/tcp_wmem", k->tcp_wmem, 3);
+    sbt_read_sysctl_u32s("/proc/sys/net/core/wmem_max", &k->wmem_max, 1);
+    sbt_read_sysctl_u32s("/proc/sys/net/ipv4/tcp_wmem", k->tcp_wmem, 3);
 
     /* Ask a throw-away socket rather than trusting uname(): containers
      * and backports make version numbers a poor guide. */
@@ -263,8 +263,8 @@ int sbt_sock_congestion(int fd, char *name, int len)
 }
 
 /* True when the kernel's answer reaches to the end of member m. */
-#define TI_HAS(len, m) ((size_t)(len) >= offsetof(struct tcp_info, m) \
-                        + sizeof(((struct tcp_info *)0)->m))
+#define SBT_TI_HAS(len, m) ((size_t)(len) >= offsetof(struct tcp_info, m) \
+                            + sizeof(((struct tcp_info *)0)->m))
 
 int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
 {
@@ -278,7 +278,7 @@ int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
     if ((rv = sbt_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len)) != 0) {
         return rv;
     }
-    if (TI_HAS(len, tcpi_total_retrans)) {
+    if (SBT_TI_HAS(len, tcpi_total_retrans)) {
         out->valid |= SBT_TI_BASE;
         out->rtt_us = ti.tcpi_rtt;
         out->rttvar_us = ti.tcpi_rttvar;
@@ -286,20 +286,20 @@ int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
         out->total_retrans = ti.tcpi_total_retrans;
         out->snd_cwnd = ti.tcpi_snd_cwnd;
     }
-    if (TI_HAS(len, tcpi_bytes_acked)) {
+    if (SBT_TI_HAS(len, tcpi_bytes_acked)) {
         out->valid |= SBT_TI_BYTES_ACKED;
         out->bytes_acked = ti.tcpi_bytes_acked;
     }
-    if (TI_HAS(len, tcpi_min_rtt)) {
+    if (SBT_TI_HAS(len, tcpi_min_rtt)) {
         out->valid |= SBT_TI_MIN_RTT;
         out->min_rtt_us = ti.tcpi_min_rtt;
     }
-    if (TI_HAS(len, tcpi_delivery_rate)) {
+    if (SBT_TI_HAS(len, tcpi_delivery_rate)) {
         out->valid |= SBT_TI_DELIVERY;
         out->delivery_rate = ti.tcpi_delivery_rate;
         out->app_limited = ti.tcpi_delivery_rate_app_limited;
     }
-    if (TI_HAS(len, tcpi_sndbuf_limited)) {
+    if (SBT_TI_HAS(len, tcpi_sndbuf_limited)) {
         out->valid |= SBT_TI_CHRONO;
         out->sndbuf_limited_us = ti.tcpi_sndbuf_limited;
     }
