@@ -29,6 +29,7 @@ use warnings;
 use File::Temp ();
 use POSIX ();
 
+use SndbufTune::Kernel ();
 use SndbufTune::Server ();
 use SndbufTune::Util qw(capture free_port sha256_file parse_auto);
 
@@ -158,13 +159,39 @@ sub download {
     my ($rc, $out) = capture(@cmd, $self->url($proto, $where, $name));
     my $want_version = $proto =~ /^h1/ ? '1.1' : '2';
     my $size = $self->{sizes}{$name};
-    return (0, "curl exit $rc: $out") if $rc;
+    return (0, "curl exit $rc: $out" . $self->_stalled($proto, $out))
+        if $rc;
     return (0, "got '$out', want '200 $want_version $size'")
         unless $out =~ /^200 \Q$want_version $size\E port=/;
     my $sha = sha256_file("$tmp");
     return (0, "SHA-256 $sha, want $self->{sha}{$name}")
         unless $sha eq $self->{sha}{$name};
     return (1, '');
+}
+
+# Why a download timed out (curl exit 28), as the server's side saw it:
+# the connection's server socket (inode 0: still in the listen queue,
+# never accepted), the listen queue, the error log's lines naming the
+# client's port and its last ones on the listener pausing.
+sub _stalled {
+    my ($self, $proto, $out) = @_;
+    my ($cport) = $out =~ /^curl: \(28\).*port=(\d+)/s or return '';
+    my $sport = $self->port_of($proto) eq 'tls' ? $self->{tls_port}
+                                                 : $self->{srv}->port;
+    my (undef, $conn) = capture('ss', '-tnieH',
+                                "( sport = :$sport and dport = :$cport )");
+    my (undef, $listen) = capture('ss', '-ltnH', "( sport = :$sport )");
+    my @why = map {
+        "\n    server side: $_->{state} recv-q $_->{recv_q}, "
+        . ($_->{inode} ? "inode $_->{inode}" : 'inode 0: never accepted')
+    } SndbufTune::Kernel::parse_ss($conn);
+    push @why, map { "\n    listen queue: $_->{recv_q}" }
+        SndbufTune::Kernel::parse_ss($listen);
+    # and the event MPM's listener pausing for lack of idle workers
+    my @paused = $self->log_lines(qr/accepting( new)? connections/i);
+    push @why, map { "\n    error log: $_" } $self->log_lines(qr/:$cport\]/),
+        @paused > 4 ? @paused[-4 .. -1] : @paused;
+    return join '', @why;
 }
 
 # The status page's ?auto, as { Key => value }; undef when it did not
