@@ -188,7 +188,7 @@ sub _stalled {
     push @why, map { "\n    listen queue: $_->{recv_q}" }
         SndbufTune::Kernel::parse_ss($listen);
     # and the event MPM's listener pausing for lack of idle workers
-    my @paused = $self->log_lines(qr/accepting( new)? connections/i);
+    my @paused = $self->log_lines(qr/accepting new conn/i);
     push @why, map { "\n    error log: $_" } $self->log_lines(qr/:$cport\]/),
         @paused > 4 ? @paused[-4 .. -1] : @paused;
     return join '', @why;
