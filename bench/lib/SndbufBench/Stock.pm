@@ -87,6 +87,14 @@ my @CONFIGS = (
     [auto   => "SndbufTune auto\n"],
     [autobw => "SndbufTune auto\nSndbufTuneBandwidth %dmbit\n"],
 );
+# --control: autotuning again, the same as `unset`: unset2 / unset is
+# what the cell gives with no difference at all (its own spread).
+my $CONTROL = [unset2 => "SndbufTune unset\n"];
+
+sub _configs {
+    my ($ctx) = @_;
+    return ($ctx->{opt} || {})->{control} ? (@CONFIGS, $CONTROL) : @CONFIGS;
+}
 
 # One download of $path for $secs; $cond->{later}: the bulk flow starts
 # that many seconds into it (else it ran from 5 s before). A link whose
@@ -165,18 +173,19 @@ sub _cell {
     my $lab = SndbufTune::WanLab->up(%up);
     my $guard = $lab->profile(cc => $profile->{cc},
                               wmem_max => $profile->{wmem_max});
+    my @configs = _configs($ctx);
     my $body = join '', map {
         (my $lines = $_->[1]) =~ s/%d/$p->{rate}/;
-        "<Location /$_->[0]/>\n$lines</Location>\n" } @CONFIGS;
+        "<Location /$_->[0]/>\n$lines</Location>\n" } @configs;
     my $srv = $lab->server(name => 'stock', body => $body);
     my $f = $srv->add_file('/big.bin', '');
     truncate $f, 4 << 30 or die "truncate $f: $!";
-    $srv->add_link("/$_->[0]/big.bin", '/big.bin') for @CONFIGS;
+    $srv->add_link("/$_->[0]/big.bin", '/big.bin') for @configs;
     $srv->start or die $srv->error;
     my @rounds;
     for (1 .. ($ctx->{opt}{repeat} || 1)) {
         my %r;
-        my @order = map { $_->[0] } @CONFIGS;
+        my @order = map { $_->[0] } @configs;
         push @order, shift @order for 1 .. ($ctx->{turn}++ % @order);
         for my $name (@order) {
             $r{$name} = _measure($lab, $srv, "/$name/big.bin", $secs, $warm,
@@ -188,16 +197,16 @@ sub _cell {
     $srv->stop;
     undef $guard;
     $lab->down;
-    return _median_round(@rounds);
+    return _median_round([map { $_->[0] } @configs], @rounds);
 }
 
 # Of a cell's rounds (one or more), each figure's median, and each
 # configuration's ratio to autotuning as the median of the rounds' own
 # ratios (a round's configurations ran minutes apart, the rounds more).
 sub _median_round {
-    my @rounds = @_;
+    my ($names, @rounds) = @_;
     my %m;
-    for my $c (map { $_->[0] } @CONFIGS) {
+    for my $c (@$names) {
         for my $k (qw(bps srtt_ms retrans tb limited_ms startup
                       neighbour_bps)) {
             $m{$c}{$k} = median(map { $_->{$c}{$k} } @rounds);
@@ -233,6 +242,8 @@ sub run {
     my $secs = $ctx->{quick} ? 15 : 30;
     my $warm = $ctx->{quick} ? 6 : 10;
     my $log = $ctx->{say} // sub { print "@_\n" };
+    my @shown = map { $_->[0] } _configs($ctx);
+    my $control = @shown > @CONFIGS;
     my (@section, @targets);
     push @section, "## One download on the machines users have (issue 20)\n",
         "Each cell: one download of ${secs} s per configuration, taking "
@@ -254,6 +265,10 @@ sub run {
            ? " Each cell measured $ctx->{opt}{repeat} times (`--repeat`), "
              . "the order rotating: each figure is the rounds' median, "
              . "`x` the median of the rounds' own ratios." : '')
+        . ($control ? ' unset again x: a second download with autotuning '
+             . '(`--control`), the same configuration as `unset`: its '
+             . 'ratio is the gap the cell shows between two identical '
+             . 'downloads.' : '')
         . "\n";
     # One table per condition (issue 20), its rows profile x path, so
     # the three machines stand side by side; the traces have one of
@@ -268,16 +283,16 @@ sub run {
                 my $r = _cell($ctx, $profile, $p, $cond, $secs, $warm)
                     or next;
                 my $u = $r->{unset}{bps};
-                $log->(sprintf '  unset %s Mbit/s, auto %s, autobw %s',
-                       map { defined $r->{$_}{bps}
-                             ? sprintf('%.2f', $r->{$_}{bps} / 1e6) : 'n/a' }
-                       qw(unset auto autobw));
+                $log->('  Mbit/s: ' . join ', ', map {
+                       "$_ " . (defined $r->{$_}{bps}
+                                ? sprintf('%.2f', $r->{$_}{bps} / 1e6)
+                                : 'n/a') } @shown);
                 my %x = map { $_ => $r->{$_}{x} } qw(auto autobw);
                 $log->('  rounds, Mbit/s: ' . join '; ', map {
                     my $c = $_;
                     "$c " . join ' ', map { defined $_
                         ? sprintf('%.1f', $_ / 1e6) : 'n/a' }
-                        @{ $r->{$c}{rounds} } } qw(unset auto autobw))
+                        @{ $r->{$c}{rounds} } } @shown)
                     if @{ $r->{unset}{rounds} } > 1;
                 my $f = sub { my ($fmt, $k, $m) = @_;
                     join ' / ', map { defined $r->{$_}{$k}
@@ -286,15 +301,18 @@ sub run {
                 my $table = $p->{trace} ? 'cellular traces, alone'
                                         : $cond->{name};
                 push @order, $table unless $rows{$table};
+                my $again = !$control ? ''
+                    : defined $r->{unset2}{x}
+                    ? sprintf(' %.2f |', $r->{unset2}{x}) : ' n/a |';
                 push @{ $rows{$table} }, sprintf
-                    "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
-                    . "| %s |\n",
+                    "| %s | %s | %s | %s | %s |%s %s | %s | %s | %s | %s "
+                    . "| %s | %s |\n",
                     "$profile->{name} ($profile->{cc}"
                     . ($profile->{wmem_max} ? ", $profile->{wmem_max}" : '')
                     . ')', $p->{name},
                     defined $u ? sprintf('%.2f', $u / 1e6) : 'n/a',
                     map({ defined $x{$_} ? sprintf('%.2f', $x{$_}) : 'n/a' }
-                        qw(auto autobw)),
+                        qw(auto autobw)), $again,
                     $f->('%.0f', 'srtt_ms'), $f->('%.2f', 'retrans', 100),
                     $f->('%.0f', 'tb', 1 / 1024), $f->('%.0f', 'limited_ms'),
                     join(' / ', map { $r->{$_}{retunes} // 'n/a' }
@@ -325,13 +343,15 @@ sub run {
     for my $table (@order) {
         push @section, "\n### $table\n\n| profile (cc, wmem_max) | path "
             . "| unset Mbit/s | auto x | autobw x "
+            . ($control ? '| unset again x ' : '')
             . "| srtt ms unset/auto/autobw | rtx % unset/auto/autobw "
             . "| peak tb KiB unset/auto/autobw "
             . "| buffer-limited ms unset/auto/autobw "
             . "| re-tunes auto/autobw (most in a round) "
             . "| bbr in startup % unset/auto/autobw "
             . "| the other flow's Mbit/s unset/auto/autobw |\n"
-            . "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            . "|---|---|---|---|---|---|---|---|---|---|---|---|"
+            . ($control ? '---|' : '') . "\n",
             @{ $rows{$table} };
     }
     return { section => join('', @section), targets => \@targets };
