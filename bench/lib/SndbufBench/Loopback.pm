@@ -60,9 +60,11 @@ sub run {
          $L{median}{auto}, $L{median}{nomod}, $L{pair_median}, $L{ratio},
          $L{control_median});
 
-    my %srv = map { $_ => $LOOPBACK_SERVERS{$_}->('strace') } qw(auto nomod);
     # system calls per request: strace -c -f on the worker process, wrk -c4
-    # runs of 2 s until at least strace_requests requests
+    # runs of 2 s until at least strace_requests requests.  The control, a
+    # second server without the module, shows what the MPM's own calls
+    # (futex, epoll_ctl: the hand-offs between its threads) move by.
+    my %srv = map { $_ => $LOOPBACK_SERVERS{$_}->('strace') } qw(auto nomod control);
     for my $k (sort keys %srv) {
         my @kids = $srv{$k}->child_pids;
         my $trace = "$srv{$k}{dir}/strace.txt";
@@ -95,7 +97,7 @@ sub run {
         $tot += $_ for values %calls;
         $L{strace}{$k} = { requests => $requests, calls => \%calls,
                            per_request => div($tot, $requests) };
-        say_(sprintf '  strace %-5s %d requests (%d wrk runs), %.2f syscalls/request',
+        say_(sprintf '  strace %-7s %d requests (%d wrk runs), %.2f syscalls/request',
              $k, $requests, $wrk_runs, $L{strace}{$k}{per_request} // 0);
     }
     $_->stop for values %srv;
@@ -161,9 +163,11 @@ sub syscall_rows {
     my @rows;
     for my $n (sort keys %names) {
         my %per = map {
-            $_ => div($st->{$_}{calls}{$n} // 0, $st->{$_}{requests}) // 0
-        } qw(auto nomod);
-        push @rows, [$n, $per{auto}, $per{nomod}, $per{auto} - $per{nomod}];
+            $_ => $st->{$_} ? div($st->{$_}{calls}{$n} // 0, $st->{$_}{requests}) // 0
+                            : undef
+        } qw(auto nomod control);
+        push @rows, [$n, $per{auto}, $per{nomod}, $per{auto} - $per{nomod},
+                     defined $per{control} ? $per{control} - $per{nomod} : undef];
     }
     return sort { abs($b->[3]) <=> abs($a->[3]) || $a->[0] cmp $b->[0] } @rows;
 }
@@ -202,24 +206,31 @@ sub section {
                             $L->{pair_median}, $L->{ratio}),
                     sprintf('%.3f', $L->{control_median}) ] ] };
     if (my $st = $L->{strace}) {
-        my (@rows, $ta, $tn);
+        my $d = sub { defined $_[0] ? sprintf('%+.2f', $_[0]) : 'n/a' };
+        my (@rows, $ta, $tn, $tc);
         for (syscall_rows()) {
             $ta += $_->[1];
             $tn += $_->[2];
-            next if abs($_->[3]) < 0.05 && $_->[1] < 0.05 && $_->[2] < 0.05;
+            $tc += $_->[4] if defined $_->[4];
+            next if abs($_->[3]) < 0.05 && abs($_->[4] // 0) < 0.05
+                    && $_->[1] < 0.05 && $_->[2] < 0.05;
             push @rows, [ $_->[0], sprintf('%.2f', $_->[1]),
-                          sprintf('%.2f', $_->[2]), sprintf('%+.2f', $_->[3]) ];
+                          sprintf('%.2f', $_->[2]), $d->($_->[3]), $d->($_->[4]) ];
         }
         push @rows, [ '**total**', sprintf('%.2f', $ta // 0), sprintf('%.2f', $tn // 0),
-                      sprintf('**%+.2f**', ($ta // 0) - ($tn // 0)) ];
+                      sprintf('**%+.2f**', ($ta // 0) - ($tn // 0)),
+                      $d->($st->{control} ? $tc // 0 : undef) ];
         push @t, { title => 'loopback: system calls per request',
             intro => sprintf('System calls per request, `strace -c -f` attached '
                 . 'to the worker process during `wrk -c4` runs of 2 s, until '
                 . 'at least %d requests (%d requests with auto, %d without '
-                . 'the module):', $LOOPBACK{strace_requests},
+                . 'the module). The control, a second server without the '
+                . 'module, shows how far the same configuration moves from one '
+                . 'server to the next:', $LOOPBACK{strace_requests},
                 $st->{auto}{requests}, $st->{nomod}{requests}),
-            head => ['syscall', 'auto', 'no module', 'added by the module'],
-            align => 'lrrr', rows => \@rows };
+            head => ['syscall', 'auto', 'no module', 'added by the module',
+                     'control (no module again) minus no module'],
+            align => 'lrrrr', rows => \@rows };
     }
     if (my $cg = $L->{callgrind}) {
         my $d = $cg->{auto} - $cg->{nomod};
@@ -246,13 +257,15 @@ sub targets {
     my ($push) = @_;
     my $L = $RES{loopback} || {};
     my $st = $L->{strace} || {};
-    my ($au, $nm) = map { ($st->{$_} || {})->{per_request} } qw(auto nomod);
+    my ($au, $nm, $ct) = map { ($st->{$_} || {})->{per_request} } qw(auto nomod control);
     my $d = defined $au && defined $nm ? $au - $nm : undef;
     $push->('loopback small files: system calls added per request by auto '
             . '(strace -c, >= ' . $LOOPBACK{strace_requests} . ' keep-alive requests)',
             '<= 0.1', defined $d ? sprintf('%+.2f', $d) : 'n/a',
             defined $d ? $d <= 0.1 : undef,
-            defined $d ? sprintf('auto %.2f, no module %.2f per request', $au, $nm) : '');
+            defined $d ? sprintf('auto %.2f, no module %.2f per request', $au, $nm)
+                         . (defined $ct ? sprintf('; control %+.2f', $ct - $nm) : '')
+                       : '');
     my $x = $L->{pair_median};
     my $cg = $L->{callgrind};
     $push->('loopback small files: req/s, auto vs no module (median of paired, '

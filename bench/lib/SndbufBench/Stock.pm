@@ -291,7 +291,7 @@ sub run {
                 $log->('  rounds, Mbit/s: ' . join '; ', map {
                     my $c = $_;
                     "$c " . join ' ', map { defined $_
-                        ? sprintf('%.1f', $_ / 1e6) : 'n/a' }
+                        ? sprintf('%.2f', $_ / 1e6) : 'n/a' }
                         @{ $r->{$c}{rounds} } } @shown)
                     if @{ $r->{unset}{rounds} } > 1;
                 my $f = sub { my ($fmt, $k, $m) = @_;
