@@ -139,9 +139,10 @@ sub section {
             . "1000 or 100,000 more rules (/24s in 10/8, then /32s in 11/8), "
             . ($r->{fresh}
                ? "and a control, a second server with 1 rule: $r->{reps} rounds, "
-                 . "each of fresh servers run $r->{secs} s each in an order "
-                 . "that rotates; req/s is the median of the rounds, \"vs 1 "
-                 . "rule\" the median of the rounds' own ratios"
+                 . "each starting fresh servers and running each for "
+                 . "$r->{secs} s, in an order that rotates; req/s is the "
+                 . "median of the rounds, \"vs 1 rule\" the median of the "
+                 . "rounds' own ratios"
                : "$r->{secs} s runs taking turns, the median of $r->{reps}")
             . ($r->{old_sha256} ? '; before the fix: the same with the build '
                . 'given to `--old-module` (sha256 `' . substr($r->{old_sha256}, 0, 12)
