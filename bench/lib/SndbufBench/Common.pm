@@ -34,7 +34,7 @@ our @EXPORT_OK = qw(%RES %opt $Q $CPUS $T_START $TOP $SO $WRK_CONNS %CONFIGS
     fmt_or div mean max_of size_label shell pick window_times data_file
     md_table print_table cfg_cell config_legend lab_up lab_down relay_reset
     cell_health config_sysctls wan_server delivered_bytes steady_rate
-    loopback_server wrk_run alternate_wrk write_rules
+    loopback_server wrk_run alternate_wrk round_order write_rules
     tcp_wmem wmem_max ss_sockets top_dir module_path httpd_command
     sha256_file capture poll_until parse_auto lab_env_problem
     goodput_limit_bps mss_for_mtu jain median);
@@ -355,6 +355,17 @@ sub wrk_run {
     my ($errs) = $out =~ /Non-2xx or 3xx responses: (\d+)/;
     die "bench/run: wrk failed: $out\n" unless defined $rps;
     return { rps => $rps, requests => $n, non2xx => $errs // 0 };
+}
+
+# Round I's (from 0) order of KEYS, for rounds of fresh servers: rotated
+# one place a round and reversed every other cycle, so that over 2 x KEYS
+# rounds each server takes each place equally often and follows each
+# other one as often as it precedes it (for three: all six orders).
+sub round_order {
+    my ($keys, $i) = @_;
+    my $turn = $i % @$keys;
+    my @order = @$keys[$turn .. $#$keys, 0 .. $turn - 1];
+    return int($i / @$keys) % 2 ? reverse @order : @order;
 }
 
 # wrk against each server in turn, REPS times, the order reversed every

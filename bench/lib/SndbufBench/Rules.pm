@@ -19,9 +19,9 @@ my $RULES_BODY = "SndbufTune 64k\nSndbufTuneNetwork 127.0.0.0/8 128k\n"
 # count for the whole run gave five rounds of one server from 31,131 to
 # 37,929 req/s, and whichever server ran fast or slow throughout carried
 # that into every median (12-05: 8.3% apart, 0.7% on 12-03, the lookup
-# unchanged).  Each round starts its own, runs each once in an order that
-# rotates (and reverses every other cycle), and is judged by its own
-# ratios; the control, a second server with 1 rule, shows what is left.
+# unchanged).  Each round starts its own, runs each once (round_order),
+# and is judged by its own ratios; the control, a second server with 1
+# rule, shows what is left.
 sub run {
     my %builds = (new => $SO);
     $builds{old} = $opt{'old-module'} if $opt{'old-module'};
@@ -42,9 +42,7 @@ sub run {
     $make{control} = [ $SO, $counts[0] ];
     my @keys = ((map { my $b = $_; map { "$b-$_" } @counts } @builds), 'control');
     for my $i (0 .. $rounds - 1) {
-        my $turn = $i % @keys;
-        my @order = @keys[$turn .. $#keys, 0 .. $turn - 1];
-        @order = reverse @order if int($i / @keys) % 2;
+        my @order = round_order(\@keys, $i);
         my %srv = map { $_ => loopback_server("rules-$_-$i", module => $make{$_}[0],
             body => $RULES_BODY, rules => $make{$_}[1], start_timeout => 300) } @order;
         my $round = alternate_wrk(\%srv, \@order, 1, $secs, $WRK_CONNS);
