@@ -37,7 +37,7 @@ our @EXPORT_OK = qw(%RES %opt $Q $CPUS $T_START $TOP $SO $WRK_CONNS %CONFIGS
     loopback_server wrk_run alternate_wrk round_order write_rules
     tcp_wmem wmem_max ss_sockets top_dir module_path httpd_command
     sha256_file capture poll_until parse_auto lab_env_problem
-    goodput_limit_bps mss_for_mtu jain median);
+    goodput_limit_bps mss_for_mtu jain median median_ci);
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
 # The command line's options (parsed by bench/run) that the parts read.
@@ -136,6 +136,21 @@ sub mean { return undef unless @_; my $s = 0; $s += $_ for @_; $s / @_ }
 sub max_of { my ($m) = sort { $b <=> $a } grep { defined } @_; $m }
 sub size_label { $_[0] >= 1 << 20 ? ($_[0] >> 20) . ' MiB' : ($_[0] >> 10) . ' KiB' }
 # a shell command's output, stdout and stderr, without the last newline
+# The median's 95% confidence interval from the sorted values themselves
+# (the binomial's order statistics: no assumption about their spread):
+# [low, high], or undef below 6 values, where no such pair exists.
+sub median_ci {
+    my @x = sort { $a <=> $b } grep { defined } @_;
+    my $n = @x;
+    my ($p, $tail, $j) = (0.5 ** $n, 0, 0);
+    # P(fewer than j+1 of n fall below the median) <= 2.5%
+    while (($tail += $p) <= 0.025) {
+        $p *= ($n - $j) / ($j + 1);
+        $j++;
+    }
+    return $j ? [ $x[$j - 1], $x[$n - $j] ] : undef;
+}
+
 sub shell { my (undef, $o) = capture('sh', '-c', "@_"); chomp $o; return $o }
 # full or quick
 sub pick { $Q ? $_[0][1] : $_[0][0] }

@@ -11,7 +11,11 @@ use POSIX ();
 use Time::HiRes ();
 use SndbufBench::Common qw(:all);
 
-our %LOOPBACK = (reps => [18, 3], secs => [3, 2],
+# 36 rounds: one run's ratio swings by up to 10% either way, from one 3 s
+# run to the next as much as between servers, and 18 rounds left the
+# median's 95% interval 0.08 wide (0.926-1.007 on 12-05), four times the
+# 2% the target allows; twice the rounds narrow it by about 1/sqrt(2).
+our %LOOPBACK = (reps => [36, 3], secs => [3, 2],
                 strace_requests => 10000, callgrind_requests => [1000, 6000]);
 
 # Each round starts its own servers: two servers of one configuration
@@ -53,10 +57,12 @@ sub run {
     }
     $L{pair_median} = median(@{ $L{pairs}{auto} });
     $L{control_median} = median(@{ $L{pairs}{control} });
+    $L{ci}{$_} = median_ci(@{ $L{pairs}{$_} }) for qw(auto control);
     say_(sprintf '  median: auto %.0f, without the module %.0f req/s: median of '
-         . 'the pair ratios %.3f (ratio of the medians %.3f; control %.3f)',
-         $L{median}{auto}, $L{median}{nomod}, $L{pair_median}, $L{ratio},
-         $L{control_median});
+         . 'the pair ratios %.3f %s (ratio of the medians %.3f; control %.3f %s)',
+         $L{median}{auto}, $L{median}{nomod}, $L{pair_median},
+         ci_text($L{ci}{auto}), $L{ratio}, $L{control_median},
+         ci_text($L{ci}{control}));
 
     # system calls per request: strace -c -f on the worker process, wrk -c4
     # runs of 2 s until at least strace_requests requests.  The control, a
@@ -154,6 +160,12 @@ sub callgrind_total {
     return $tot;
 }
 
+# "(95%: low-high)", or '' where there were too few rounds for one.
+sub ci_text {
+    my ($ci) = @_;
+    return $ci ? sprintf('(95%%: %.3f-%.3f)', @$ci) : '';
+}
+
 sub syscall_rows {
     my $st = $RES{loopback}{strace} or return ();
     my %names;
@@ -187,7 +199,8 @@ sub section {
             . "every ratio; the control's ratio shows the spread left. With two "
             . "or more CPUs, httpd is pinned to CPU 0 and wrk to CPU 1 "
             . "(`taskset`). The target is the median of the rounds' auto / no "
-            . "module ratios.",
+            . "module ratios; beside each median, its 95% confidence interval "
+            . "(order statistics of the rounds' ratios).",
         head => ['round', 'auto req/s', 'no module req/s', 'control req/s',
                  'auto / no module', 'control / no module'],
         align => 'rrrrrr',
@@ -200,9 +213,11 @@ sub section {
                   [ 'median', sprintf('%.0f', $L->{median}{auto}),
                     sprintf('%.0f', $L->{median}{nomod}),
                     sprintf('%.0f', $L->{median}{control}),
-                    sprintf('**%.3f** (ratio of the medians: %.3f)',
-                            $L->{pair_median}, $L->{ratio}),
-                    sprintf('%.3f', $L->{control_median}) ] ] };
+                    sprintf('**%.3f** %s (ratio of the medians: %.3f)',
+                            $L->{pair_median}, ci_text($L->{ci}{auto}),
+                            $L->{ratio}),
+                    sprintf('%.3f %s', $L->{control_median},
+                            ci_text($L->{ci}{control})) ] ] };
     if (my $st = $L->{strace}) {
         my $d = sub { defined $_[0] ? sprintf('%+.2f', $_[0]) : 'n/a' };
         my (@rows, $ta, $tn, $tc);
@@ -269,7 +284,9 @@ sub targets {
     $push->('loopback small files: req/s, auto vs no module (median of paired, '
             . 'alternating wrk runs)', '>= 0.98x', ratio3($x) . 'x',
             defined $x ? $x >= 0.98 : undef,
-            'control ' . ratio3($L->{control_median})
+            join('; ', grep { length }
+                 ci_text($L->{ci}{auto}) =~ s/^\((.*)\)$/median's $1/r,
+                 'control ' . ratio3($L->{control_median}))
             . ($cg ? sprintf('; auto adds %+.0f instructions per request in '
                              . 'user space (%+.1f%%)', $cg->{auto} - $cg->{nomod},
                              100 * ($cg->{auto} - $cg->{nomod}) / $cg->{nomod})
