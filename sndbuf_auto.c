@@ -46,6 +46,9 @@ struct sbt_auto_t {
     apr_off_t chunk;
     apr_off_t pending;
     int handed_over;            /**< the rest went down whole (event) */
+    /** What follows a cut, reused: a brigade made per pass would stay in
+     *  the request's pool until its end, however long it streams. */
+    apr_bucket_brigade *rest;
     int said_kept;              /**< said (debug) why it could not */
     apr_time_t next_look;
     int loss_based;             /**< cubic, reno: fills queues; read once */
@@ -331,20 +334,15 @@ static apr_bucket *sbt_auto_cut(apr_bucket_brigade *bb, apr_off_t *left)
     return e;
 }
 
-/** Does @a bb hold no data but files the core will sendfile?  Any other
- *  data (EnableSendfile Off, mod_ssl's) the core writes in blocking mode
- *  while more than FlushMaxThreshold is unsent, holding the worker. */
+/** Is the data in @a bb all files the core will sendfile (1), or not
+ *  (0)?  Other data (EnableSendfile Off, mod_ssl's) the core writes in
+ *  blocking mode while more than FlushMaxThreshold is unsent, holding the
+ *  worker.  -1: no data, nothing to tell by (a cut at a brigade's end). */
 static int sbt_auto_only_sendfile(conn_rec *c, apr_bucket_brigade *bb)
 {
     apr_bucket *e;
+    int files = 0;
 
-#if AP_MODULE_MAGIC_AT_LEAST(20120211, 102)
-    if (ap_ssl_conn_is_ssl(c)) {
-        return 0;
-    }
-#else
-    (void)c;
-#endif
     for (e = APR_BRIGADE_FIRST(bb); e != APR_BRIGADE_SENTINEL(bb);
          e = APR_BUCKET_NEXT(e)) {
         if (APR_BUCKET_IS_METADATA(e)) {
@@ -355,8 +353,16 @@ static int sbt_auto_only_sendfile(conn_rec *c, apr_bucket_brigade *bb)
                  & APR_SENDFILE_ENABLED)) {
             return 0;
         }
+        files++;
     }
-    return 1;
+#if AP_MODULE_MAGIC_AT_LEAST(20120211, 102)
+    if (files && ap_ssl_conn_is_ssl(c)) {
+        return 0;
+    }
+#else
+    (void)c;
+#endif
+    return files ? 1 : -1;
 }
 
 /** Say once per response why auto keeps the worker under event MPM. */
@@ -376,10 +382,10 @@ static void sbt_auto_say_kept(sbt_auto_t *a, request_rec *r)
 apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
                            apr_bucket_brigade *bb)
 {
-    apr_bucket_brigade *rest = NULL;
     apr_off_t left;
     apr_bucket *cut;
     apr_status_t rv;
+    int only_sendfile;
 
     while (!a->handed_over) {
         left = a->chunk - a->pending;
@@ -388,7 +394,11 @@ apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
             a->pending = a->chunk - left;
             break;
         }
-        rest = apr_brigade_split_ex(bb, cut, rest);
+        if (!a->rest) {
+            /* Not bb->p: whoever made bb may clear that pool earlier. */
+            a->rest = apr_brigade_create(f->r->pool, f->c->bucket_alloc);
+        }
+        apr_brigade_split_ex(bb, cut, a->rest);
         if (a->flush) {
             /* Written now, so control comes back here while the rest is
              * still queued in the kernel. */
@@ -397,7 +407,7 @@ apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
         }
         rv = ap_pass_brigade(f->next, bb);
         apr_brigade_cleanup(bb);
-        APR_BRIGADE_CONCAT(bb, rest);
+        APR_BRIGADE_CONCAT(bb, a->rest);
         if (rv != APR_SUCCESS) {
             return rv;
         }
@@ -406,8 +416,9 @@ apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
         /* Event MPM: once the socket is full the core sets sendfile
          * buckets aside for the MPM (resume_connection looks); data in
          * memory it writes in blocking mode anyway: keep cutting it. */
-        if (!a->flush && !a->rq->shared && f->c->data_in_output_filters) {
-            a->handed_over = sbt_auto_only_sendfile(f->c, bb);
+        if (!a->flush && !a->rq->shared && f->c->data_in_output_filters
+            && (only_sendfile = sbt_auto_only_sendfile(f->c, bb)) >= 0) {
+            a->handed_over = only_sendfile;
             sbt_auto_say_kept(a, f->r);
         }
     }

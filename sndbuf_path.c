@@ -18,7 +18,6 @@
 
 #include "httpd.h"
 #include "http_log.h"
-#include "ap_mpm.h"
 
 #include "sndbuf_tune.h"
 
@@ -165,14 +164,12 @@ void sbt_path_leave(const apr_sockaddr_t *client, const void *conn)
 static void sbt_path_child_init(apr_pool_t *pchild, server_rec *s)
 {
 #if APR_HAS_THREADS
-    int threaded = 0;
-    apr_status_t rv;
+    /* Under prefork too: mod_http2 runs streams on threads of its own. */
+    apr_status_t rv = apr_thread_mutex_create(&sbt_paths_mutex,
+                                              APR_THREAD_MUTEX_DEFAULT,
+                                              pchild);
 
-    if ((ap_mpm_query(AP_MPMQ_IS_THREADED, &threaded) != APR_SUCCESS
-         || threaded)
-        && (rv = apr_thread_mutex_create(&sbt_paths_mutex,
-                                         APR_THREAD_MUTEX_DEFAULT, pchild))
-           != APR_SUCCESS) {
+    if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, "SndbufTune auto: cannot "
                      "create the mutex of the paths' minimum RTTs; each "
                      "connection keeps its own");
