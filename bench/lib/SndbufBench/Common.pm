@@ -34,7 +34,7 @@ our @EXPORT_OK = qw(%RES %opt $Q $CPUS $T_START $TOP $SO $WRK_CONNS %CONFIGS
     fmt_or div mean max_of size_label shell pick window_times data_file
     md_table print_table cfg_cell config_legend lab_up lab_down relay_reset
     cell_health config_sysctls wan_server delivered_bytes steady_rate
-    loopback_server wrk_run alternate_wrk round_order write_rules
+    loopback_server wrk_run wrk_round round_order write_rules
     tcp_wmem wmem_max ss_sockets top_dir module_path httpd_command
     sha256_file capture poll_until parse_auto lab_env_problem
     goodput_limit_bps mss_for_mtu jain median median_ci);
@@ -383,21 +383,20 @@ sub round_order {
     return int($i / @$keys) % 2 ? reverse @order : @order;
 }
 
-# wrk against each server in turn, REPS times, the order reversed every
-# second round, after a 1 s warm-up each: { key => [req/s, ...] }.
-sub alternate_wrk {
-    my ($srv, $keys, $reps, $secs, $conns) = @_;
-    wrk_run($srv->{$_}->url('/small.html'), 1, $conns) for @$keys;
-    my %runs;
-    for my $i (1 .. $reps) {
-        for my $k ($i % 2 ? @$keys : reverse @$keys) {
-            my $r = wrk_run($srv->{$k}->url('/small.html'), $secs, $conns);
-            push @{ $runs{$k} }, $r->{rps} + 0;
-            say_(sprintf '  run %d %-14s %9.0f req/s%s', $i, $k, $r->{rps},
-                 $r->{non2xx} ? " ($r->{non2xx} non-2xx!)" : '');
-        }
+# One round of fresh servers: wrk against each in ORDER, after a 1 s
+# warm-up each, one run of SECS; ROUND numbers the log's lines.
+# { key => req/s }.
+sub wrk_round {
+    my ($srv, $order, $secs, $conns, $round) = @_;
+    wrk_run($srv->{$_}->url('/small.html'), 1, $conns) for @$order;
+    my %rps;
+    for my $k (@$order) {
+        my $r = wrk_run($srv->{$k}->url('/small.html'), $secs, $conns);
+        $rps{$k} = $r->{rps} + 0;
+        say_(sprintf '  round %d %-14s %9.0f req/s%s', $round, $k, $r->{rps},
+             $r->{non2xx} ? " ($r->{non2xx} non-2xx!)" : '');
     }
-    return \%runs;
+    return \%rps;
 }
 
 # N SndbufTuneNetwork lines: /24s in 10/8, then /32s in 11/8 (none of them

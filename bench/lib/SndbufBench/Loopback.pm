@@ -45,8 +45,8 @@ sub run {
     for my $i (1 .. $runs) {
         my @order = round_order(\@keys, $i - 1);
         my %srv = map { $_ => $LOOPBACK_SERVERS{$_}->($i) } @order;
-        my $round = alternate_wrk(\%srv, \@order, 1, $secs, $conns);
-        push @{ $L{runs}{$_} }, @{ $round->{$_} } for @keys;
+        my $round = wrk_round(\%srv, \@order, $secs, $conns, $i);
+        push @{ $L{runs}{$_} }, $round->{$_} for @keys;
         $_->stop for values %srv;
     }
     $L{median}{$_} = median(@{ $L{runs}{$_} }) for @keys;

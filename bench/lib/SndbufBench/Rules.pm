@@ -45,9 +45,9 @@ sub run {
         my @order = round_order(\@keys, $i);
         my %srv = map { $_ => loopback_server("rules-$_-$i", module => $make{$_}[0],
             body => $RULES_BODY, rules => $make{$_}[1], start_timeout => 300) } @order;
-        my $round = alternate_wrk(\%srv, \@order, 1, $secs, $WRK_CONNS);
+        my $round = wrk_round(\%srv, \@order, $secs, $WRK_CONNS, $i + 1);
         $_->stop for values %srv;
-        push @{ $RES{rules}{rps}{$_} }, $round->{$_}[0] for @keys;
+        push @{ $RES{rules}{rps}{$_} }, $round->{$_} for @keys;
     }
     for my $k (@keys) {
         my $base = $k eq 'control' ? 'new' : ($k =~ /^(\w+)-/)[0];
