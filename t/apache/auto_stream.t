@@ -11,6 +11,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use Apache::Test qw(-withtestmore);
+use File::Temp ();
 use Time::HiRes ();
 use SndbufTune::Setup qw(standalone);
 use SndbufTune::Util qw(modules_dir);
@@ -25,13 +26,19 @@ use constant GROWTH_KIB => 2048;
 my $lua = modules_dir() . '/mod_lua.so';
 plan tests => 3, need({ 'mod_lua' => -f $lua });
 
+# Where the children (another user) can read it: the server's directory
+# may be in a clone under a directory only root can enter.
+my $lua_dir = File::Temp->newdir('sbt-lua-XXXXXX', TMPDIR => 1);
+chmod 0755, "$lua_dir" or die "chmod $lua_dir: $!";
+my $script = "$lua_dir/stream.lua";
 my $srv = standalone(name => 'auto_stream', modules => ['lua'],
-                     threads => 4, processes => 1, body => <<'CONF');
+                     threads => 4, processes => 1,
+                     tokens => { SCRIPT => $script }, body => <<'CONF');
 SndbufTune auto
 SndbufTuneLimits 8k 64k
-LuaMapHandler ^/stream$ @DIR@/stream.lua handle
+LuaMapHandler ^/stream$ @SCRIPT@ handle
 CONF
-open my $fh, '>', $srv->dir . '/stream.lua' or die "stream.lua: $!";
+open my $fh, '>', $script or die "$script: $!";
 print $fh <<'LUA';
 local block = string.rep("x", 16384)
 function handle(r)
