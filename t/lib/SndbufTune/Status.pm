@@ -31,6 +31,7 @@ use JSON::PP ();
 use POSIX ();
 use Test::More ();
 
+use SndbufTune::Reliability ();
 use SndbufTune::Server ();
 use SndbufTune::StallClient ();
 use SndbufTune::Util qw(poll_until capture);
@@ -85,6 +86,11 @@ sub check {
     Test::More::ok($cond, $name)
         or Test::More::diag(join "\n", grep { defined } @why);
     return $cond;
+}
+
+# Checks failed so far in this file: a phase passed if it adds none.
+sub failures {
+    return scalar grep { !$_ } Test::More->builder->summary;
 }
 
 # $code's $n checks if $cond, else $n skips: a test file's plan holds
@@ -599,6 +605,11 @@ sub stop_mpm {
         unless Test::More->builder->is_passing;
     check($SRV->stop, "$mpm: apache2 -k stop", $SRV->error);
     my @left = $SRV->processes;
+    # http_get_retry repeats a request reset before any answer, which a
+    # child that crashed would look like too
+    my @crash = grep { /$SndbufTune::Reliability::CRASH_RE/ }
+                split /\n/, $SRV->log_text;
+    check(!@crash, "$mpm: no child died of a signal", @crash[0 .. ($#crash > 4 ? 4 : $#crash)]);
     return check(!@left, "$mpm: no apache2 process left", "left: @left");
 }
 
@@ -940,6 +951,7 @@ sub check_mod_status_auto {
 # The first load, and every format's view of the counters after it.
 sub load_gen1 {
     my ($mpm, $N) = @_;
+    my $failed = failures();
     my $log_from = -s $SRV->access_log // 0;
     my @names = map { $_->[0] } @TEST_VHOSTS;
     my $bad = load($PROCS, $ROUNDS, targets(@names));
@@ -1018,7 +1030,7 @@ sub load_gen1 {
     check(index($shtml, '<h2>mod_sndbuf_tune</h2>') >= 0
           && index($shtml, '<td class="n">all vhosts</td>') >= 0,
           "$mpm: mod_status HTML page has a section, with the totals' row");
-    return 1;
+    return failures() == $failed;
 }
 
 # ?auto once the server serves generation $gen.
@@ -1034,6 +1046,7 @@ sub generation_auto {
 # Graceful restart into configuration 2: counters survive it.
 sub graceful_gen2 {
     my ($mpm, $N, $gen1) = @_;
+    my $failed = failures();
     my @names = map { $_->[0] } @TEST_VHOSTS;
     my ($rc, $out) = $SRV->graceful(body => body(2));
     check(!$rc, "$mpm: apache2 -k graceful", $out);
@@ -1063,12 +1076,13 @@ sub graceful_gen2 {
     check_counts($j, "$mpm gen 2 after load", 2 * $N, new => $N) if $j;
     my (undef, undef, $metrics) = http_get('status.test', '/sbt-metrics');
     check_prom("$mpm gen 2", $metrics, $j) if $j;
-    return 1;
+    return failures() == $failed;
 }
 
 # Full restart: counters start over.
 sub restart_gen3 {
     my ($mpm, $gen1) = @_;
+    my $failed = failures();
     my @names = map { $_->[0] } @TEST_VHOSTS;
     $LOG_PERIOD = -s $SRV->access_log;
     my ($rc, $out) = $SRV->restart;
@@ -1083,7 +1097,7 @@ sub restart_gen3 {
     is_num($bad, 0, "$mpm: load 3: every response complete");
     $j = status_auto();
     check_counts($j, "$mpm gen 3 after load", 4, new => 4) if $j;
-    return 1;
+    return failures() == $failed;
 }
 
 1;
