@@ -18,7 +18,7 @@ use lib "$FindBin::Bin/../lib";
 
 use Apache::Test qw(-withtestmore);
 use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256 standalone);
-use SndbufTune::Kernel qw(expected_fixed_tb ss_sockets lock_unknown);
+use SndbufTune::Kernel qw(expected_fixed_tb ss_sockets);
 use SndbufTune::Checks;
 use SndbufTune::StallClient;
 use SndbufTune::Util qw(poll_until);
@@ -81,10 +81,7 @@ subtest 'auto on loopback: at least the 2 x MSS floor, as the kernel shows' => s
            "tb $v->{tb} >= 2 x (2 x MSS $v->{mss})");
     cmp_ok($v->{tb}, '<', 4 * 1024 * 1024,
            'but nowhere near autotuning\'s 4 MiB on a microsecond RTT');
-  SKIP: {
-        skip lock_unknown($v), 1 unless defined $v->{sndbuf_locked};
-        is($v->{sndbuf_locked}, 1, 'SO_BUF_LOCK send bit set: auto fixes it');
-    }
+    lock_bit_is($v, 1, 'auto fixes it');
 };
 
 # Loopback's own rate x RTT is anywhere from a few KiB to about 1.5 MiB,
@@ -97,10 +94,7 @@ subtest 'SndbufTuneLimits: loopback stays within 1m..2m' => sub {
            'ss tb >= 2 x 1m (the minimum)');
     cmp_ok($v->{tb}, '<=', expected_fixed_tb(2 * 1024 * 1024),
            'ss tb <= 2 x 2m (the maximum)');
-  SKIP: {
-        skip lock_unknown($v), 1 unless defined $v->{sndbuf_locked};
-        is($v->{sndbuf_locked}, 1, 'SO_BUF_LOCK send bit set: auto fixed it');
-    }
+    lock_bit_is($v, 1, 'auto fixed it');
     is($f->{effective}, $v->{tb}, 'SNDBUF_TUNE_EFFECTIVE == ss tb');
 };
 

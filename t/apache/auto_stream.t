@@ -24,7 +24,7 @@ use constant BLOCKS => 200_000;
 use constant GROWTH_KIB => 2048;
 
 my $lua = modules_dir() . '/mod_lua.so';
-plan tests => 3, need({ 'mod_lua' => -f $lua });
+plan tests => 4, need({ 'mod_lua' => -f $lua });
 
 # Where the children (another user) can read it: the server's directory
 # may be in a clone under a directory only root can enter.
@@ -66,6 +66,7 @@ sub rss_kib {
 # warm: the process's pools, Lua's state and the lock are made
 `curl -s -o /dev/null '${\ $srv->url('/stream?64') }'`;
 my $base = rss_kib();
+cmp_ok($base, '>', 0, 'the worker process found') or BAIL_OUT('no worker');
 my $peak = $base;
 my $out = $srv->dir . "/curl.out";
 my $pid = fork // die "fork: $!";

@@ -22,9 +22,8 @@ use File::Temp ();
 use POSIX ();
 use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256 SMALL_PATH
                          CONFIGURED_SIZES vhost_port);
-use SndbufTune::Checks qw(decision_ok);
-use SndbufTune::Kernel qw(ss_sockets server_view view_str expected_fixed_tb
-                          have_sockinspect lock_supported);
+use SndbufTune::Checks qw(decision_ok lock_bit_is);
+use SndbufTune::Kernel qw(ss_sockets server_view view_str expected_fixed_tb);
 use SndbufTune::Util qw(poll_until sha256_file);
 
 my $curl_h2 = (`curl -V 2>/dev/null` =~ /^Features:.*\bHTTP2\b/m);
@@ -89,15 +88,6 @@ sub held_view {
     return $v;
 }
 
-sub locked_is {
-    my ($v, $want, $label) = @_;
-  SKIP: {
-        skip 'not root / no SO_BUF_LOCK', 1
-            unless have_sockinspect() && lock_supported($v);
-        is($v->{sndbuf_locked}, $want, "$label: SO_BUF_LOCK send bit $want");
-    }
-}
-
 # A whole download over HTTP/2 with curl: HTTP/2, 200, length, SHA-256, and
 # the decision the module reported for the stream.
 sub h2_download_ok {
@@ -148,7 +138,7 @@ subtest 'h2 (TLS) held download: primary socket' => sub {
     h2_held_ok('h2 TLS a.ssl.test', $sslport, [$began, sub {
         my $v = shift;
         is($v && $v->{tb}, expected_fixed_tb(65536), 'tb == 2*64k');
-        locked_is($v, 1, 'a.ssl.test h2');
+        lock_bit_is($v, 1, 'a.ssl.test h2');
     }], @slow, @tls, '-D', $h, $tls_url . BIG_PATH);
 };
 
@@ -165,7 +155,7 @@ subtest 'h2c held download unset.test: primary socket' => sub {
         my $v = shift;
         my %fixed = map { (expected_fixed_tb($_) => 1) } CONFIGURED_SIZES;
         ok($v && !$fixed{$v->{tb}}, 'tb is none of the configured fixed sizes');
-        locked_is($v, 0, 'unset.test h2c');
+        lock_bit_is($v, 0, 'unset.test h2c');
     }, @slow, '-s', '--http2-prior-knowledge', '-H', 'Host: unset.test',
        "http://127.0.0.1:$port" . BIG_PATH);
 };
@@ -201,7 +191,7 @@ sub multi_stream {
     h2_held_ok("h2 $label, held $held", $sslport, [$held_began, sub {
         my $v = shift;
         is($v && $v->{tb}, $want_tb, "tb == $want_tb");
-        locked_is($v, 1, $label);
+        lock_bit_is($v, 1, $label);
     }], @args) or return;
     open my $fh, '<', "$tmp/bg.err";
     my @w = map { s/^W //r } grep { /^W / } <$fh>;

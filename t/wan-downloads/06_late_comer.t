@@ -166,6 +166,8 @@ sub premise_missed {
     my %a = (window => 300_000, fill => 1.3, ratio => [1.2, 2]);
     my $r = late_comer(%a);
     report($r, %a);
+    # A is the module's own download: a premise it cannot miss
+    ok($r->{acked}, 'half a BDP of queue: A (auto) had data acknowledged');
   SKIP: {
         skip 'half a BDP of queue: ' . premise_missed($r, %a), 3
             unless $r->{queue};
@@ -183,6 +185,7 @@ sub premise_missed {
     my %a = (window => 700_000, fill => 2.2, ratio => [2, 1e9]);
     my $r = late_comer(%a);
     report($r, %a);
+    ok($r->{acked}, 'two BDPs of queue: A (auto) had data acknowledged');
   SKIP: {
         skip 'two BDPs of queue: ' . premise_missed($r, %a), 2
             unless $r->{queue};

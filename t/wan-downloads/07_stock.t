@@ -49,7 +49,10 @@ use SndbufTune::Kernel qw(wmem_max);
 use SndbufTune::WanLab qw(plan_lab_or_skip tb_changes responding);
 
 plan_lab_or_skip();
-plan tests => 4;
+plan tests => 3;
+
+# What the stock labs change for the whole machine, as it was.
+my $wmem_max = wmem_max();
 
 my $SIZE = 32 << 20;
 
@@ -97,15 +100,16 @@ subtest 'stock Debian 12 (cubic, wmem_max 212992), seed path' => sub {
          $unset ? $auto / $unset : 0, $max // 0);
     cmp_ok($max, '>', 2 * 212992, 'auto left the buffer to autotuning: tb '
            . 'grew past 2 x wmem_max');
-    cmp_ok($auto, '>=', 0.8 * $unset, 'auto got >= 0.8 x autotuning');
+    ok($unset > 0 && $auto >= 0.8 * $unset,
+       'auto got >= 0.8 x autotuning (which moved data)');
     $srv->stop;
     undef $profile;
     $lab->down;
-    isnt(wmem_max(), 212992, 'net.core.wmem_max put back');
+    is(wmem_max(), $wmem_max, 'net.core.wmem_max put back');
 };
 
 subtest 'this lab (bbr), beside a cubic bulk flow' => sub {
-    plan tests => 12;
+    plan tests => 14;
     my $lab = SndbufTune::WanLab->up(rtt_ms => 250, rate_mbit => 30,
                                      instance => 'sbt7');
     my $profile = $lab->profile(cc => 'bbr', wmem_max => undef);
@@ -117,6 +121,9 @@ subtest 'this lab (bbr), beside a cubic bulk flow' => sub {
     for my $path ('/unset/data.bin', '/auto/data.bin') {
         my $bulk = $lab->bulk_start(cc => 'cubic', seconds => 90);
         sleep 5;
+        # else the download runs alone, and the check below cannot fail
+        cmp_ok($lab->bulk_acked($bulk) // 0, '>', 1 << 20,
+               'the bulk flow is running (1 MiB delivered in 5 s)');
         ($bps{$path}, $d) = goodput($lab, $srv, $path, \%sha);
         $lab->bulk_stop($bulk);
         sleep 2;
@@ -172,7 +179,6 @@ subtest 'stock Debian 12, a crowd from one client' => sub {
     $srv->stop;
     undef $profile;
     $lab->down;
-    isnt(wmem_max(), 212992, 'net.core.wmem_max put back');
+    is(wmem_max(), $wmem_max, 'net.core.wmem_max put back');
 };
 
-ok(1, 'labs down');

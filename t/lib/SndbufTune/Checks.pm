@@ -31,14 +31,15 @@ use warnings;
 
 use Test::More;
 use SndbufTune::Kernel qw(server_view view_str expected_fixed_tb
-                          have_sockinspect lock_supported tcp_wmem wmem_max);
+                          have_sockinspect lock_supported lock_unknown
+                          tcp_wmem wmem_max);
 use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256);
 use SndbufTune::StallClient ();
 use SndbufTune::Util qw(poll_until);
 use Exporter 'import';
 
 our @EXPORT = qw(fixed_ok autotuned_ok untouched_locked_ok view_of
-                 decision_ok download_ok logged_ok log_view);
+                 decision_ok download_ok logged_ok log_view lock_bit_is);
 
 our $BULK = 4 * 1024 * 1024;    # bytes pulled through for the growth checks
 our $POLL = 10;                 # seconds, upper bound for any kernel poll
@@ -67,6 +68,22 @@ sub _lock_checks {
         is($v->{sndbuf_locked}, $want,
            "$label: SO_BUF_LOCK send bit " . ($want ? 'set' : 'clear'))
             or diag('kernel view: ' . view_str($v));
+    }
+}
+
+# One check: view $v's SO_BUF_LOCK send bit is $want. Skipped only where
+# it cannot be read (not root, or a kernel before 5.15); a sockinspect
+# that failed fails it.
+sub lock_bit_is {
+    my ($v, $want, $label) = @_;
+  SKIP: {
+        skip lock_unknown($v), 1
+            unless have_sockinspect()
+                && (($v || {})->{so_buf_lock} // '') ne 'unsupported';
+        is(($v || {})->{sndbuf_locked}, $want,
+           "$label: SO_BUF_LOCK send bit $want")
+            or diag($v ? 'kernel view: ' . view_str($v)
+                       : 'no kernel view: ' . lock_unknown($v));
     }
 }
 
