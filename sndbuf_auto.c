@@ -45,10 +45,10 @@ struct sbt_auto_t {
     /** Bytes between two passes, and passed since the last cut. */
     apr_off_t chunk;
     apr_off_t pending;
-    int handed_over;            /**< the rest went down whole (event) */
     /** What follows a cut, reused: a brigade made per pass would stay in
      *  the request's pool until its end, however long it streams. */
     apr_bucket_brigade *rest;
+    int handed_over;            /**< the rest went down whole (event) */
     int said_kept;              /**< said (debug) why it could not */
     apr_time_t next_look;
     int loss_based;             /**< cubic, reno: fills queues; read once */
