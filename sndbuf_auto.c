@@ -70,6 +70,7 @@ static void sbt_auto_limits(sbt_law_limits_t *lim, const sbt_req_t *rq)
     lim->wmem_max = sbt_kernel.wmem_max;
     lim->tcp_wmem_initial = sbt_kernel.tcp_wmem[1];
     lim->tcp_wmem_max = sbt_kernel.tcp_wmem[2];
+    lim->no_release = !sbt_kernel.has_buf_lock;
 }
 
 /** The law's sample from TCP_INFO @a ti and the socket. */
@@ -267,11 +268,12 @@ sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
     ap_log_cerror(APLOG_MARK, APLOG_TRACE3, 0, r->connection,
                   "SndbufTune auto limits: min=%d max=%d conf=%"
                   APR_UINT64_T_FMT " shared=%d wmem_max=%u wmem1=%u "
-                  "wmem2=%u estimate=%" APR_UINT64_T_FMT,
+                  "wmem2=%u norelease=%d estimate=%" APR_UINT64_T_FMT,
                   a->lim.limit_min, a->lim.limit_max,
                   (apr_uint64_t)a->lim.conf_rate, a->lim.shared,
                   a->lim.wmem_max, a->lim.tcp_wmem_initial,
-                  a->lim.tcp_wmem_max, conn->rate_estimate);
+                  a->lim.tcp_wmem_max, a->lim.no_release,
+                  conn->rate_estimate);
     sbt_auto_trace_sample(r->connection, "begin", &s, NULL);
     sbt_auto_set_chunk(a, &conn->sock);
     /* Ramping: the first look an RTT on; else with the first chunk. */

@@ -427,6 +427,25 @@ static void sbt_law_lift(sbt_law_t *l, const sbt_law_limits_t *lim,
     out->why = "ramping at tcp_wmem[2] while the rate grows: lifted";
 }
 
+/** A kernel without SO_BUF_LOCK (Linux < 5.15) cannot give a lock back
+ *  to autotuning: instead, lock as near its reach (tcp_wmem[2], as
+ *  SO_SNDBUF's argument) as wmem_max lets; a release is only ever wanted
+ *  where that reach is known and the limits allow it.  Only ever up: the
+ *  lock in force may already be as near. */
+static void sbt_law_no_release(const sbt_law_limits_t *lim,
+                               const sbt_law_sample_t *s, sbt_law_out_t *out)
+{
+    uint64_t reach = lim->tcp_wmem_max / 2;
+
+    if (lim->wmem_max && reach > lim->wmem_max) {
+        reach = lim->wmem_max;
+    }
+    out->act = reach > (uint64_t)s->locked_at ? SBT_LAW_SET : SBT_LAW_KEEP;
+    out->size = out->act == SBT_LAW_SET ? (int)reach : 0;
+    out->why = "autotuning would do better, but this kernel cannot give a "
+               "lock back (no SO_BUF_LOCK): as near its reach as allowed";
+}
+
 void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
                   const sbt_law_sample_t *s, sbt_law_out_t *out)
 {
@@ -455,6 +474,9 @@ void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
     }
     else {
         sbt_law_retune(l, lim, s, out);
+    }
+    if (out->act == SBT_LAW_RELEASE && lim->no_release) {
+        sbt_law_no_release(lim, s, out);
     }
     if (!l->ramping && l->settling) {
         l->settling--;

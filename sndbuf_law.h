@@ -23,6 +23,7 @@ typedef struct {
     uint32_t wmem_max;          /**< net.core.wmem_max: SO_SNDBUF's max */
     uint32_t tcp_wmem_initial;  /**< tcp_wmem[1]: autotuning's start */
     uint32_t tcp_wmem_max;      /**< tcp_wmem[2]: its ceiling; 0 unknown */
+    int no_release;             /**< no SO_BUF_LOCK: a lock stays */
 } sbt_law_limits_t;
 
 /** One look at a connection: TCP_INFO's fields (0 where the kernel did

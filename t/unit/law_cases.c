@@ -481,6 +481,40 @@ static void test_stock(void)
     is_i(out.size, 2097152, "stock: (that size)");
 }
 
+/* A kernel without SO_BUF_LOCK (< 5.15): where the law would give a lock
+ * back, it locks as near autotuning's reach as it may instead. */
+static void test_no_release(void)
+{
+    sbt_law_limits_t lim = stock();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    lim.no_release = 1;
+    begin_locked(&l, &lim, 250, R30M, 100000);
+    s = look_at(250, 250, R30M, 100000, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_SET, "no SO_BUF_LOCK, stock: not given back but "
+         "locked higher");
+    is_i(out.size, 212992, "no SO_BUF_LOCK, stock: (at wmem_max)");
+    begin_locked(&l, &lim, 250, R30M, 212992);
+    s = look_at(250, 250, R30M, 212992, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_KEEP, "no SO_BUF_LOCK: a lock already at the most "
+         "allowed stays");
+
+    lim = lab();
+    lim.no_release = 1;
+    begin_locked(&l, &lim, 250, R30M, 1 << 20);
+    s = look_at(250, 250, R30M, 1 << 20, 0);
+    s.loss_based = 1;
+    s.srtt_us = 400 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_SET, "no SO_BUF_LOCK, cubic: locked where "
+         "autotuning would reach");
+    is_i(out.size, 2097152, "no SO_BUF_LOCK, cubic: (tcp_wmem[2] / 2)");
+}
+
 static void test_loss_based(void)
 {
     sbt_law_limits_t lim = lab();
@@ -945,6 +979,7 @@ int main(void)
     test_loss();
     test_clamps();
     test_stock();
+    test_no_release();
     test_loss_based();
     test_queue();
     test_alone();

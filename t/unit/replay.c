@@ -66,6 +66,7 @@ static void parse_limits(const char *l, sbt_law_limits_t *lim,
     lim->wmem_max = (uint32_t)field(l, "wmem_max", 0);
     lim->tcp_wmem_initial = (uint32_t)field(l, "wmem1", 0);
     lim->tcp_wmem_max = (uint32_t)field(l, "wmem2", 0);
+    lim->no_release = (int)field(l, "norelease", 0);
     *estimate = (uint64_t)field(l, "estimate", 0);
 }
 
