@@ -609,7 +609,8 @@ sub stop_mpm {
     # child that crashed would look like too
     my @crash = grep { /$SndbufTune::Reliability::CRASH_RE/ }
                 split /\n/, $SRV->log_text;
-    check(!@crash, "$mpm: no child died of a signal", @crash[0 .. ($#crash > 4 ? 4 : $#crash)]);
+    check(!@crash, "$mpm: no child died of a signal",
+          @crash[0 .. ($#crash > 4 ? 4 : $#crash)]);
     return check(!@left, "$mpm: no apache2 process left", "left: @left");
 }
 
