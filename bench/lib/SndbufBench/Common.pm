@@ -135,7 +135,6 @@ sub div { my ($x, $y) = @_; return defined $x && $y ? $x / $y : undef }
 sub mean { return undef unless @_; my $s = 0; $s += $_ for @_; $s / @_ }
 sub max_of { my ($m) = sort { $b <=> $a } grep { defined } @_; $m }
 sub size_label { $_[0] >= 1 << 20 ? ($_[0] >> 20) . ' MiB' : ($_[0] >> 10) . ' KiB' }
-# a shell command's output, stdout and stderr, without the last newline
 # The median's 95% confidence interval from the sorted values themselves
 # (the binomial's order statistics: no assumption about their spread):
 # [low, high], or undef below 6 values, where no such pair exists.
@@ -150,7 +149,7 @@ sub median_ci {
     }
     return $j ? [ $x[$j - 1], $x[$n - $j] ] : undef;
 }
-
+# a shell command's output, stdout and stderr, without the last newline
 sub shell { my (undef, $o) = capture('sh', '-c', "@_"); chomp $o; return $o }
 # full or quick
 sub pick { $Q ? $_[0][1] : $_[0][0] }

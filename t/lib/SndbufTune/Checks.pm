@@ -31,7 +31,7 @@ use warnings;
 
 use Test::More;
 use SndbufTune::Kernel qw(server_view view_str expected_fixed_tb
-                          have_sockinspect lock_supported lock_unknown
+                          have_sockinspect lock_unknown
                           tcp_wmem wmem_max);
 use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256);
 use SndbufTune::StallClient ();
@@ -59,16 +59,12 @@ sub log_view {
 sub _lock_checks {
     my ($v, $want, $label) = @_;
   SKIP: {
-        skip "not root: cannot read the server's socket (sockinspect)", 2
+        skip "not root: cannot read the server's socket (sockinspect)", 1
             unless have_sockinspect();
         ok(defined $v->{so_sndbuf}, "$label: sockinspect read the socket")
             or diag($v->{sockinspect_error} // 'no data');
-        skip "$label: the kernel cannot report SO_BUF_LOCK (< 5.15)", 1
-            unless lock_supported($v);
-        is($v->{sndbuf_locked}, $want,
-           "$label: SO_BUF_LOCK send bit " . ($want ? 'set' : 'clear'))
-            or diag('kernel view: ' . view_str($v));
     }
+    lock_bit_is($v, $want, $label);
 }
 
 # One check: view $v's SO_BUF_LOCK send bit is $want. Skipped only where

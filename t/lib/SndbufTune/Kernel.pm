@@ -17,7 +17,7 @@ use SndbufTune::Util qw(capture top_dir);
 
 our @EXPORT_OK = qw(
     wmem_max tcp_wmem expected_fixed_tb parse_ss ss_sockets ss_view
-    sockinspect have_sockinspect lock_supported lock_unknown server_view
+    sockinspect have_sockinspect lock_unknown server_view
     view_str sockstat_tcp_mem tcp_mem tcp_memory_pressures
 );
 
@@ -201,12 +201,6 @@ sub sockinspect {
         return undef;
     }
     return \%v;
-}
-
-sub lock_supported {
-    my $si = shift;
-    return $si && defined $si->{so_buf_lock}
-        && $si->{so_buf_lock} ne 'unsupported';
 }
 
 # Why view $v (server_view) holds no lock state: the reason a check of it
