@@ -75,12 +75,12 @@ static void sbt_add(apr_uint64_t *counter, apr_int64_t n)
     }
 }
 
-/** Add @a o to the slot of @a obj in @a table, if @a slots gives it one. */
+/** Add @a o to the slot of @a obj in @a table, if @a slots (set whenever
+ *  sbt_shm is) gives it one: NULL has none. */
 static void sbt_count(sbt_slot_t *table, apr_hash_t *slots, const void *obj,
                       const sbt_outcome_t *o)
 {
-    const sbt_named_t *e = slots ? apr_hash_get(slots, &obj, sizeof(obj))
-                                 : NULL;
+    const sbt_named_t *e = apr_hash_get(slots, &obj, sizeof(obj));
     sbt_counters_t *c;
 
     if (!e) {
@@ -98,12 +98,8 @@ static void sbt_count(sbt_slot_t *table, apr_hash_t *slots, const void *obj,
 
 void sbt_status_record(const sbt_outcome_t *o)
 {
-    if (!sbt_shm || !o->server
-        || (unsigned)o->policy > (unsigned)SBT_POLICY_AUTO) {
-        return;
-    }
-    sbt_count(sbt_shm->vhost, sbt_vhost_slots, o->server, o);
-    if (o->network) {
+    if (sbt_shm && (unsigned)o->policy <= (unsigned)SBT_POLICY_AUTO) {
+        sbt_count(sbt_shm->vhost, sbt_vhost_slots, o->server, o);
         sbt_count(sbt_shm->rule, sbt_rule_slots, o->network, o);
     }
 }
@@ -174,8 +170,8 @@ static const char *sbt_slot_name(apr_pool_t *p, const char *name)
 }
 
 /** A free slot of @a table, else the one longest absent from the
- *  configuration; -1 if configuration @a gen uses every slot. */
-static int sbt_free_slot(const sbt_slot_t *table, apr_uint32_t gen)
+ *  configuration; -1 if this one uses every slot. */
+static int sbt_free_slot(const sbt_slot_t *table)
 {
     int i, best = -1;
 
@@ -183,7 +179,7 @@ static int sbt_free_slot(const sbt_slot_t *table, apr_uint32_t gen)
         if (table[i].seen_gen == 0) {
             return i;
         }
-        if (table[i].seen_gen != gen
+        if (table[i].seen_gen != sbt_my_gen
             && (best < 0 || table[i].seen_gen < table[best].seen_gen)) {
             best = i;
         }
@@ -197,8 +193,7 @@ static int sbt_free_slot(const sbt_slot_t *table, apr_uint32_t gen)
  *  (zeroed; an old-generation child still ending a request of the departed
  *  name may add there), else "(other)", counted in @a overflow.  Objects
  *  of one name (IP-based vhosts with one ServerName and port) share it. */
-static apr_hash_t *sbt_map_table(sbt_slot_t *table, apr_uint32_t gen,
-                                 apr_array_header_t *all,
+static apr_hash_t *sbt_map_table(sbt_slot_t *table, apr_array_header_t *all,
                                  apr_pool_t *pconf, apr_pool_t *ptemp,
                                  int *overflow)
 {
@@ -217,13 +212,13 @@ static apr_hash_t *sbt_map_table(sbt_slot_t *table, apr_uint32_t gen,
     }
     for (i = 0; i < all->nelts; i++) {
         if ((t = apr_hash_get(by_name, e[i].name, APR_HASH_KEY_STRING))) {
-            t->seen_gen = gen;
+            t->seen_gen = sbt_my_gen;
         }
     }
     /* Only once every known name is marked may new ones take slots. */
     for (i = 0; i < all->nelts; i++) {
         if (!(t = apr_hash_get(by_name, e[i].name, APR_HASH_KEY_STRING))) {
-            if ((slot = sbt_free_slot(table, gen)) < 0) {
+            if ((slot = sbt_free_slot(table)) < 0) {
                 slot = SBT_STATUS_OTHER;
                 ++*overflow;
             }
@@ -232,7 +227,7 @@ static apr_hash_t *sbt_map_table(sbt_slot_t *table, apr_uint32_t gen,
                 apr_cpystrn(table[slot].name, e[i].name, SBT_NAME_LEN);
             }
             t = &table[slot];
-            t->seen_gen = gen;
+            t->seen_gen = sbt_my_gen;
             apr_hash_set(by_name, e[i].name, APR_HASH_KEY_STRING, t);
         }
         e[i].slot = (int)(t - table);
@@ -307,32 +302,12 @@ static apr_array_header_t *sbt_rules(apr_pool_t *p,
     return all;
 }
 
-static void sbt_map_all(server_rec *main_s, apr_uint32_t gen,
-                        apr_pool_t *pconf, apr_pool_t *ptemp)
-{
-    apr_array_header_t *vhosts = sbt_vhosts(pconf, main_s);
-    int vover = 0, rover = 0;
-
-    sbt_vhost_slots = sbt_map_table(sbt_shm->vhost, gen, vhosts, pconf,
-                                    ptemp, &vover);
-    sbt_rule_slots = sbt_map_table(sbt_shm->rule, gen,
-                                   sbt_rules(pconf, vhosts), pconf, ptemp,
-                                   &rover);
-    if (vover || rover) {
-        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, main_s,
-                     "status page: %d vhost name(s) and %d SndbufTuneNetwork "
-                     "rule(s) found none of the %d slots free and are "
-                     "counted together as \"" SBT_STATUS_OTHER_NAME "\"",
-                     vover, rover, SBT_STATUS_SLOTS);
-    }
-    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, main_s,
-                 "status page: counters generation %u, %d server(s)",
-                 gen, vhosts->nelts);
-}
-
 static int sbt_status_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                                   apr_pool_t *ptemp, server_rec *s)
 {
+    apr_array_header_t *vhosts;
+    int vover = 0, rover = 0;
+
     (void)plog;
     /* Statics outlive nothing: a restart reloads this module. */
     sbt_shm = NULL;
@@ -340,11 +315,26 @@ static int sbt_status_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     sbt_vhost_slots = sbt_rule_slots = NULL;
     /* The preflight pass serves nothing; before the second one the
      * parent may still detach (fork) itself. */
-    if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG
-        && (sbt_shm = sbt_shm_attach(s)) != NULL) {
-        sbt_my_gen = ++sbt_shm->generation;
-        sbt_map_all(s, sbt_my_gen, pconf, ptemp);
+    if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG
+        || (sbt_shm = sbt_shm_attach(s)) == NULL) {
+        return OK;
     }
+    sbt_my_gen = ++sbt_shm->generation;
+    vhosts = sbt_vhosts(pconf, s);
+    sbt_vhost_slots = sbt_map_table(sbt_shm->vhost, vhosts, pconf, ptemp,
+                                    &vover);
+    sbt_rule_slots = sbt_map_table(sbt_shm->rule, sbt_rules(pconf, vhosts),
+                                   pconf, ptemp, &rover);
+    if (vover || rover) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                     "status page: %d vhost name(s) and %d SndbufTuneNetwork "
+                     "rule(s) found none of the %d slots free and are "
+                     "counted together as \"" SBT_STATUS_OTHER_NAME "\"",
+                     vover, rover, SBT_STATUS_SLOTS);
+    }
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                 "status page: counters generation %u, %d server(s)",
+                 sbt_my_gen, vhosts->nelts);
     return OK;
 }
 

@@ -63,9 +63,6 @@ typedef struct {
     sbt_counters_t c;
 } sbt_view_t;
 
-/* The counters as 64-bit words, to read and add them all alike. */
-#define SBT_WORDS (sizeof(sbt_counters_t) / sizeof(apr_uint64_t))
-
 /** Length of the well-formed UTF-8 sequence at @a s, 0 if none.  After
  *  E0, ED, F0 and F4 the next byte's range narrows: no overlongs,
  *  surrogates or values past U+10FFFF (RFC 3629). */
@@ -121,22 +118,15 @@ static const char *sbt_show_name(apr_pool_t *p, const char *s)
     return o;
 }
 
-static void sbt_read_slot(apr_pool_t *p, sbt_slot_t *s, int slot,
-                          sbt_view_t *v)
+/** Add a slot's counters, each read atomically, to @a to's: all alike,
+ *  as 64-bit words. */
+static void sbt_add_counters(sbt_counters_t *to, sbt_counters_t *from)
 {
-    char name[SBT_NAME_LEN];
     int i;
 
-    v->slot = slot;
-    /* The parent may be renaming a departed slot right now: copy at
-     * most the buffer, whose last byte is never written. */
-    apr_cpystrn(name, s->name, sizeof(name));
-    v->name = slot == SBT_STATUS_OTHER ? SBT_STATUS_OTHER_NAME
-                                       : sbt_show_name(p, name);
-    v->configured = s->seen_gen == sbt_my_gen;
-    for (i = 0; i < (int)SBT_WORDS; i++) {
-        ((apr_uint64_t *)&v->c)[i] =
-            apr_atomic_read64(&((apr_uint64_t *)&s->c)[i]);
+    for (i = 0; i < (int)(sizeof(*to) / sizeof(apr_uint64_t)); i++) {
+        ((apr_uint64_t *)to)[i] +=
+            apr_atomic_read64(&((apr_uint64_t *)from)[i]);
     }
 }
 
@@ -145,6 +135,7 @@ static void sbt_read_slot(apr_pool_t *p, sbt_slot_t *s, int slot,
 static apr_array_header_t *sbt_read_table(apr_pool_t *p, sbt_slot_t *table)
 {
     apr_array_header_t *views = apr_array_make(p, 16, sizeof(sbt_view_t));
+    char name[SBT_NAME_LEN];
     int i;
 
     for (i = 0; i <= SBT_STATUS_OTHER; i++) {
@@ -153,8 +144,15 @@ static apr_array_header_t *sbt_read_table(apr_pool_t *p, sbt_slot_t *table)
         if (!table[i].seen_gen && i != SBT_STATUS_OTHER) {
             continue;
         }
+        /* The parent may be renaming a departed slot right now: copy at
+         * most the buffer, whose last byte is never written. */
+        apr_cpystrn(name, table[i].name, sizeof(name));
         v = apr_array_push(views);
-        sbt_read_slot(p, &table[i], i, v);
+        *v = (sbt_view_t){.slot = i,
+                          .configured = table[i].seen_gen == sbt_my_gen};
+        v->name = i == SBT_STATUS_OTHER ? SBT_STATUS_OTHER_NAME
+                                        : sbt_show_name(p, name);
+        sbt_add_counters(&v->c, &table[i].c);
         if (!table[i].seen_gen && !v->c.v[SBT_F_NONE] && !v->c.v[SBT_F_UNSET]
             && !v->c.v[SBT_F_FIXED] && !v->c.v[SBT_F_AUTO]) {
             apr_array_pop(views);
@@ -163,20 +161,17 @@ static apr_array_header_t *sbt_read_table(apr_pool_t *p, sbt_slot_t *table)
     return views;
 }
 
-/** Every vhost slot added up, as one view: a request counts in one. */
+/** Every vhost slot added up, as one view: a request counts in one, and
+ *  a free slot holds zeros. */
 static apr_array_header_t *sbt_read_totals(apr_pool_t *p)
 {
-    apr_array_header_t *views = sbt_read_table(p, sbt_shm->vhost);
     apr_array_header_t *one = apr_array_make(p, 1, sizeof(sbt_view_t));
-    const sbt_view_t *v = (const sbt_view_t *)views->elts;
     sbt_view_t *total = apr_array_push(one);
-    int i, j;
+    int i;
 
     *total = (sbt_view_t){.name = "all vhosts", .configured = 1};
-    for (i = 0; i < views->nelts; i++) {
-        for (j = 0; j < (int)SBT_WORDS; j++) {
-            ((apr_uint64_t *)&total->c)[j] += ((apr_uint64_t *)&v[i].c)[j];
-        }
+    for (i = 0; i <= SBT_STATUS_OTHER; i++) {
+        sbt_add_counters(&total->c, &sbt_shm->vhost[i].c);
     }
     return one;
 }
