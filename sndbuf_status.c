@@ -41,15 +41,14 @@ APLOG_USE_MODULE(sndbuf_tune);
 sbt_shm_t *sbt_shm;
 apr_uint32_t sbt_my_gen;
 
-/** A vhost (server_rec) or rule (sbt_network_t), its slot and name. */
+/** A vhost (server_rec) or rule (sbt_network_t) and its name. */
 typedef struct {
     const void *obj;
     const char *name;
-    int slot;
 } sbt_named_t;
 
-/* This configuration's sbt_named_t, keyed by the bytes of obj: built in
- * pconf before the children fork, which only read them. */
+/* This configuration's slots, keyed by the bytes of obj: built in pconf
+ * before the children fork, which only read them. */
 static apr_hash_t *sbt_vhost_slots;
 static apr_hash_t *sbt_rule_slots;
 
@@ -75,32 +74,30 @@ static void sbt_add(apr_uint64_t *counter, apr_int64_t n)
     }
 }
 
-/** Add @a o to the slot of @a obj in @a table, if @a slots (set whenever
- *  sbt_shm is) gives it one: NULL has none. */
-static void sbt_count(sbt_slot_t *table, apr_hash_t *slots, const void *obj,
+/** Add @a o to the slot of @a obj, if @a slots (set whenever sbt_shm is)
+ *  gives it one: NULL has none. */
+static void sbt_count(apr_hash_t *slots, const void *obj,
                       const sbt_outcome_t *o)
 {
-    const sbt_named_t *e = apr_hash_get(slots, &obj, sizeof(obj));
-    sbt_counters_t *c;
+    sbt_slot_t *slot = apr_hash_get(slots, &obj, sizeof(obj));
 
-    if (!e) {
+    if (!slot) {
         return;
     }
-    c = &table[e->slot].c;
-    sbt_add(&c->v[SBT_F_NONE + o->policy], 1);
-    sbt_add(&c->v[SBT_F_BYTES], o->bytes_sent);
-    sbt_add(&c->v[SBT_F_LIMITED], o->sndbuf_limited);
-    sbt_add(&c->v[SBT_F_CLAMPED], o->clamped);
-    sbt_add(&c->v[SBT_F_FAILURES], o->failures);
-    sbt_add(&c->hist[sbt_bucket(o->effective)], 1);
-    sbt_add(&c->hist_sum, o->effective);
+    sbt_add(&slot->c.v[SBT_F_NONE + o->policy], 1);
+    sbt_add(&slot->c.v[SBT_F_BYTES], o->bytes_sent);
+    sbt_add(&slot->c.v[SBT_F_LIMITED], o->sndbuf_limited);
+    sbt_add(&slot->c.v[SBT_F_CLAMPED], o->clamped);
+    sbt_add(&slot->c.v[SBT_F_FAILURES], o->failures);
+    sbt_add(&slot->c.hist[sbt_bucket(o->effective)], 1);
+    sbt_add(&slot->c.hist_sum, o->effective);
 }
 
 void sbt_status_record(const sbt_outcome_t *o)
 {
     if (sbt_shm && (unsigned)o->policy <= (unsigned)SBT_POLICY_AUTO) {
-        sbt_count(sbt_shm->vhost, sbt_vhost_slots, o->server, o);
-        sbt_count(sbt_shm->rule, sbt_rule_slots, o->network, o);
+        sbt_count(sbt_vhost_slots, o->server, o);
+        sbt_count(sbt_rule_slots, o->network, o);
     }
 }
 
@@ -188,7 +185,7 @@ static int sbt_free_slot(const sbt_slot_t *table)
 }
 
 /** Give each of @a all (in pconf) a slot of @a table; returns the map from
- *  object to entry, in @a pconf.  Known names keep their slots; new ones,
+ *  object to slot, in @a pconf.  Known names keep their slots; new ones,
  *  in configuration order, take a free slot, else the one longest absent
  *  (zeroed; an old-generation child still ending a request of the departed
  *  name may add there), else "(other)", counted in @a overflow.  Objects
@@ -230,8 +227,7 @@ static apr_hash_t *sbt_map_table(sbt_slot_t *table, apr_array_header_t *all,
             t->seen_gen = sbt_my_gen;
             apr_hash_set(by_name, e[i].name, APR_HASH_KEY_STRING, t);
         }
-        e[i].slot = (int)(t - table);
-        apr_hash_set(slots, &e[i].obj, sizeof(e[i].obj), &e[i]);
+        apr_hash_set(slots, &e[i].obj, sizeof(e[i].obj), t);
     }
     return slots;
 }

@@ -46,11 +46,11 @@ static const struct {
      "SO_BUF_LOCK, TCP_INFO, SO_MAX_PACING_RATE)."}
 };
 
-/** The bound of histogram bucket @a i (0: the last one has none). */
-static apr_uint64_t sbt_bucket_bound(int i)
+/** The bound of histogram bucket @a i as a power of two; the last bucket
+ *  has none: its lower bound, the one before. */
+static int sbt_bucket_shift(int i)
 {
-    return i < SBT_HIST_SIZES - 1
-           ? (apr_uint64_t)1 << (SBT_HIST_FIRST_SHIFT + i) : 0;
+    return SBT_HIST_FIRST_SHIFT + i - (i == SBT_HIST_SIZES - 1);
 }
 
 /* ---- Reading ---- */
@@ -189,13 +189,13 @@ static void sbt_auto_counters(request_rec *r, const char *prefix,
     }
     ap_rprintf(r, "%sEffectiveUnknown: %" APR_UINT64_T_FMT "\n", prefix,
                v->c.hist[SBT_HIST_UNKNOWN]);
-    for (i = 0; i < SBT_HIST_SIZES - 1; i++) {
-        ap_rprintf(r, "%sEffective%" APR_UINT64_T_FMT ": %" APR_UINT64_T_FMT
-                   "\n", prefix, sbt_bucket_bound(i), v->c.hist[i]);
+    for (i = 0; i < SBT_HIST_SIZES; i++) {
+        ap_rprintf(r, "%sEffective%s%" APR_UINT64_T_FMT ": %" APR_UINT64_T_FMT
+                   "\n", prefix, i < SBT_HIST_SIZES - 1 ? "" : "Above",
+                   (apr_uint64_t)1 << sbt_bucket_shift(i), v->c.hist[i]);
     }
-    ap_rprintf(r, "%sEffectiveAbove%" APR_UINT64_T_FMT ": %" APR_UINT64_T_FMT
-               "\n%sEffectiveSum: %" APR_UINT64_T_FMT "\n", prefix,
-               sbt_bucket_bound(i - 1), v->c.hist[i], prefix, v->c.hist_sum);
+    ap_rprintf(r, "%sEffectiveSum: %" APR_UINT64_T_FMT "\n", prefix,
+               v->c.hist_sum);
 }
 
 static void sbt_auto_table(request_rec *r, const char *what,
@@ -230,14 +230,13 @@ static void sbt_page_auto(request_rec *r)
 /** Bucket @a i's column head: "4k" ... "1g", "&gt; 1g", "unknown". */
 static const char *sbt_bucket_label(apr_pool_t *p, int i)
 {
-    int last = i == SBT_HIST_SIZES - 1;
-    int shift = SBT_HIST_FIRST_SHIFT + i - last;
+    int shift = sbt_bucket_shift(i);
 
     if (i == SBT_HIST_UNKNOWN) {
         return "unknown";
     }
-    return apr_psprintf(p, "%s%d%c", last ? "&gt; " : "", 1 << (shift % 10),
-                        "kmg"[shift / 10 - 1]);
+    return apr_psprintf(p, "%s%d%c", i == SBT_HIST_SIZES - 1 ? "&gt; " : "",
+                        1 << (shift % 10), "kmg"[shift / 10 - 1]);
 }
 
 /** A row a slot: its counters, then the buckets that any row uses. */
@@ -397,7 +396,7 @@ static void sbt_prom_table(request_rec *r, const char *what,
             ap_rprintf(r, "sndbuf_tune_%s_bucket{%s,le=\"%s\"} %"
                        APR_UINT64_T_FMT "\n", m, label[i],
                        j < SBT_HIST_SIZES - 1
-                       ? apr_ltoa(r->pool, (long)sbt_bucket_bound(j)) : "+Inf",
+                       ? apr_ltoa(r->pool, 1L << sbt_bucket_shift(j)) : "+Inf",
                        count);
         }
         ap_rprintf(r, "sndbuf_tune_%s_sum{%s} %" APR_UINT64_T_FMT "\n"
