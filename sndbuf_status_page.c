@@ -103,9 +103,7 @@ static const char *sbt_show_name(apr_pool_t *p, const char *s)
             || (*c == '(' && c == (const unsigned char *)s)
             || (*c == 0xc2 && c[1] < 0xa0)) {
             for (n = n ? n : 1; n > 0; n--, c++) {
-                *w++ = '%';
-                *w++ = "0123456789ABCDEF"[*c >> 4];
-                *w++ = "0123456789ABCDEF"[*c & 15];
+                w += apr_snprintf(w, 4, "%%%02X", *c);
             }
         }
         else {
