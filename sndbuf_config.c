@@ -2,9 +2,7 @@
 
 /*
  * sndbuf_config.c: the directives, their merge, and sbt_decide, which
- * turns them into a request's policy.  sndbuf_parse.c returns a short
- * reason; the handlers here prefix the directive's name and the offending
- * token, because httpd does not do that for a module.
+ * turns them into a request's policy.
  */
 
 #include "httpd.h"
@@ -57,15 +55,13 @@ static void sbt_note_size(int size)
     }
 }
 
-/** "<directive>: '<value>': <reason>" */
+/** "<directive>: '<value>': <reason>": httpd does not name the directive
+ *  or the offending token in a module's message for it. */
 static const char *sbt_bad(cmd_parms *cmd, const char *value, const char *why)
 {
     return apr_psprintf(cmd->pool, "%s: '%s': %s", cmd->cmd->name, value,
                         why);
 }
-
-#define SBT_POLICY_HINT "expected none, unset, auto or a size from 4k " \
-                        "to 1g such as 256k"
 
 /** "none", "unset", "auto" or a size, into @a t. */
 static const char *sbt_parse_setting(cmd_parms *cmd, const char *arg,
@@ -75,7 +71,8 @@ static const char *sbt_parse_setting(cmd_parms *cmd, const char *arg,
     const char *why = sbt_parse_policy(arg, &policy, &size);
 
     if (why) {
-        return apr_pstrcat(cmd->pool, why, "; " SBT_POLICY_HINT, NULL);
+        return apr_pstrcat(cmd->pool, why, "; expected none, unset, auto or "
+                           "a size from 4k to 1g such as 256k", NULL);
     }
     t->policy = (sbt_policy_e)policy;
     t->size = size;
@@ -278,11 +275,8 @@ void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     const sbt_dir_conf_t *tune = add->tune_in_section != SBT_UNSET ? add
                                                                    : base;
     const sbt_dir_conf_t *limits = add->limit_max != SBT_UNSET ? add : base;
-    sbt_dir_conf_t *conf = apr_palloc(p, sizeof(*conf));
+    sbt_dir_conf_t *conf = apr_pmemdup(p, tune, sizeof(*conf));
 
-    conf->tune = tune->tune;
-    conf->tune_in_section = tune->tune_in_section;
-    conf->tune_in_htaccess = tune->tune_in_htaccess;
     conf->rate = add->rate != SBT_UNSET ? add->rate : base->rate;
     conf->limit_min = limits->limit_min;
     conf->limit_max = limits->limit_max;
@@ -399,7 +393,8 @@ static void sbt_remoteip_scan(const ap_directive_t *d,
     }
 }
 
-/** The <VirtualHost> section @a s was defined by, or NULL. */
+/** The <VirtualHost> section @a s was defined by, or NULL (the main
+ *  server). */
 static const ap_directive_t *sbt_vhost_section(const server_rec *s)
 {
     const ap_directive_t *d;
@@ -430,16 +425,13 @@ void sbt_config_warn_remoteip(server_rec *main_s)
     for (s = main_s; s; s = s->next) {
         const sbt_srv_conf_t *sc = ap_get_module_config(s->module_config,
                                                         &sndbuf_tune_module);
-        const ap_directive_t *sect = s == main_s ? NULL
-                                                 : sbt_vhost_section(s);
+        const ap_directive_t *sect = sbt_vhost_section(s);
         sbt_remoteip_seen_t own = {NULL, 0};
 
         if (!sc->rules && !sc->base_rules) {
             continue;
         }
-        if (sect) {
-            sbt_remoteip_scan(sect->first_child, &own);
-        }
+        sbt_remoteip_scan(sect ? sect->first_child : NULL, &own);
         if (!own.header) {
             own.header = top.header;
         }

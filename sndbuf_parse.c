@@ -25,8 +25,6 @@
  * passed on are named here, the rest written where they are returned. */
 static const char r_size_not[] = "not a size (digits, optionally followed "
                                  "by k, m or g)";
-static const char r_size_unit[] = "unknown unit (use k, m or g; no unit "
-                                  "means bytes)";
 static const char r_rate_not[] = "not a rate (a number, then bit, kbit, "
                                  "mbit or gbit)";
 static const char r_rate_point[] = "a decimal point needs a digit on each "
@@ -122,7 +120,8 @@ static const char *sbt_check_foreign(const char *digits, const char *p)
 
 const char *sbt_parse_size(const char *arg, int *bytes)
 {
-    const char *p = arg, *why;
+    static const char units[] = "kmg";      /* x 2^10, 2^20, 2^30 */
+    const char *p = arg, *unit_at, *why;
     uint64_t v, unit = 1;
 
     if ((why = sbt_check_start(arg, r_size_not)) != NULL) {
@@ -132,36 +131,24 @@ const char *sbt_parse_size(const char *arg, int *bytes)
     if ((why = sbt_check_foreign(arg, p)) != NULL) {
         return why;
     }
-    switch (*p) {
-    case '\0':
-        break;
-    case '.':
+    if (*p == '.') {
         return "not a whole number";
-    case ',':
+    }
+    if (*p == ',') {
         return "contains a comma (write digits only, e.g. 1048576 or 1m)";
-    case 'k': case 'K':
-        unit = UINT64_C(1) << 10;
+    }
+    if (*p && (unit_at = strchr(units, sbt_tolower((unsigned char)*p)))) {
+        unit = UINT64_C(1) << (10 * (unit_at - units + 1));
         p++;
-        break;
-    case 'm': case 'M':
-        unit = UINT64_C(1) << 20;
-        p++;
-        break;
-    case 'g': case 'G':
-        unit = UINT64_C(1) << 30;
-        p++;
-        break;
-    default:
-        return r_size_unit;
     }
     if (*p) {
         /* "64kb", "64KiB": the unit is there, the 'b' is the habit of
          * other programs; say so rather than only "unknown unit". */
-        if (sbt_caseeq(p, "b") || sbt_caseeq(p, "ib")) {
+        if (unit > 1 && (sbt_caseeq(p, "b") || sbt_caseeq(p, "ib"))) {
             return "unknown unit (k, m and g stand alone: 64k, not 64kb or "
                    "64KiB)";
         }
-        return r_size_unit;
+        return "unknown unit (use k, m or g; no unit means bytes)";
     }
     /* v is at most SBT_SIZE_MAX + 1 and unit at most 2^30: no overflow. */
     if (v * unit > SBT_SIZE_MAX) {
@@ -176,19 +163,10 @@ const char *sbt_parse_size(const char *arg, int *bytes)
 
 const char *sbt_parse_rate(const char *arg, uint64_t *bytes_per_s)
 {
-    static const struct {
-        const char *name;
-        uint64_t scale;
-    } units[] = {
-        {"bit", 1},
-        {"kbit", UINT64_C(1000)},
-        {"mbit", UINT64_C(1000000)},
-        {"gbit", UINT64_C(1000000000)}
-    };
-    const size_t nunits = sizeof(units) / sizeof(units[0]);
+    static const char *const units[] = {"bit", "kbit", "mbit", "gbit", NULL};
     const char *p = arg, *frac = "", *why;
-    size_t nfrac = 0, i, k;
-    uint64_t whole, bits, scale;
+    size_t i;
+    uint64_t whole, bits, unit = 1, scale;
     int rest = 0;
 
     if ((why = sbt_check_start(arg, *arg == '.' ? r_rate_point
@@ -197,11 +175,9 @@ const char *sbt_parse_rate(const char *arg, uint64_t *bytes_per_s)
     }
     sbt_digits(&p, SBT_RATE_MAX_BITS, &whole);
     if (*p == '.') {
-        frac = ++p;
-        for (; sbt_isdigit((unsigned char)*p); p++) {
-            nfrac++;
-        }
-        if (!nfrac) {
+        for (frac = ++p; sbt_isdigit((unsigned char)*p); p++)
+            ;
+        if (p == frac) {
             return r_rate_point;
         }
     }
@@ -217,25 +193,26 @@ const char *sbt_parse_rate(const char *arg, uint64_t *bytes_per_s)
     if (!*p) {
         return "missing unit (bit, kbit, mbit or gbit)";
     }
-    for (i = 0; i < nunits && !sbt_caseeq(p, units[i].name); i++)
-        ;
-    if (i == nunits) {
+    for (i = 0; units[i] && !sbt_caseeq(p, units[i]); i++) {
+        unit *= 1000;           /* each unit 1000 times the one before */
+    }
+    if (!units[i]) {
         return "unknown unit (use bit, kbit, mbit or gbit)";
     }
     /* Exact, no floating point: fraction digits add whole bits until scale
      * reaches 0; the rest, below one bit, matters only at the top bound.
      * whole is at most SBT_RATE_MAX_BITS + 1: this also catches saturation. */
-    if (whole > SBT_RATE_MAX_BITS / units[i].scale) {
+    if (whole > SBT_RATE_MAX_BITS / unit) {
         return r_rate_large;
     }
-    bits = whole * units[i].scale;
-    for (k = 0, scale = units[i].scale; k < nfrac; k++) {
+    bits = whole * unit;
+    for (scale = unit; sbt_isdigit((unsigned char)*frac); frac++) {
         scale /= 10;
         if (scale) {
-            bits += (uint64_t)(frac[k] - '0') * scale;
+            bits += (uint64_t)(*frac - '0') * scale;
         }
         else {
-            rest |= frac[k] != '0';
+            rest |= *frac != '0';
         }
     }
     if (bits < SBT_RATE_MIN_BITS) {
@@ -325,11 +302,8 @@ static const char *sbt_parse_prefix(const char *s, int max, int *prefix)
     if (!*s) {
         return "missing prefix length after '/'";
     }
-    if (!sbt_isdigit((unsigned char)*s)) {
-        return range;
-    }
     sbt_digits(&p, (uint64_t)max, &v);
-    if (*p) {
+    if (p == s || *p) {
         return range;
     }
     /* "/08" reads as 8 here but as octal in some tools, and is most
@@ -423,11 +397,9 @@ char *sbt_format_cidr(const sbt_cidr_t *c, char *buf, size_t len)
     int n;
 
     if ((c->family != 4 && c->family != 6) || c->prefix < 0
-        || c->prefix > (c->family == 4 ? 32 : 128)) {
-        return NULL;
-    }
-    if (!inet_ntop(c->family == 4 ? AF_INET : AF_INET6, c->addr, ip,
-                   sizeof(ip))) {
+        || c->prefix > (c->family == 4 ? 32 : 128)
+        || !inet_ntop(c->family == 4 ? AF_INET : AF_INET6, c->addr, ip,
+                      sizeof(ip))) {
         return NULL;
     }
     n = snprintf(buf, len, "%s/%d", ip, c->prefix);
@@ -440,8 +412,8 @@ const char *sbt_parse_limits(const char *min, const char *max,
     const char *why;
     int a, b;
 
+    *bad = min;
     if ((why = sbt_parse_size(min, &a)) != NULL) {
-        *bad = min;
         return why;
     }
     if ((why = sbt_parse_size(max, &b)) != NULL) {
@@ -449,7 +421,6 @@ const char *sbt_parse_limits(const char *min, const char *max,
         return why;
     }
     if (a > b) {
-        *bad = min;
         return "minimum is larger than maximum";
     }
     *lo = a;
