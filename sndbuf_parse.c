@@ -21,8 +21,7 @@
 
 #include "sndbuf_parse.h"
 
-/* Reasons read after "<Directive>: '<value>': ".  Those used twice or
- * passed on are named here, the rest written where they are returned. */
+/* Reasons used twice or passed on; the rest are written where returned. */
 static const char r_size_not[] = "not a size (digits, optionally followed "
                                  "by k, m or g)";
 static const char r_rate_not[] = "not a rate (a number, then bit, kbit, "
