@@ -1,14 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
-/*
- * sndbuf_kernel.c: socket options and sysctls (sndbuf_kernel.h).  Linux's
- * own features are built where the headers have them, so the module
- * builds anywhere APR does.
- */
+/* sndbuf_kernel.c: Linux's own socket options are built only where the
+ * headers have them, so the module builds anywhere APR does. */
 
 #include <errno.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,7 +20,6 @@
 #define SBT_HAVE_BUF_LOCK 1
 #endif
 
-#include "apr_portable.h"
 #include "apr_strings.h"
 
 #include "sndbuf_kernel.h"
@@ -151,16 +146,6 @@ const char *sbt_kernel_show(apr_pool_t *p, sbt_show_e how)
                                 : out;
 }
 
-int sbt_sock_fd(apr_socket_t *sock)
-{
-    apr_os_sock_t fd;
-
-    if (!sock || apr_os_sock_get(&fd, sock) != APR_SUCCESS) {
-        return -1;
-    }
-    return (int)fd;
-}
-
 /* getsockopt, or EBADF for the fd -1 of a closed socket. */
 static int sbt_getsockopt(int fd, int level, int opt, void *v,
                           socklen_t *len)
@@ -193,7 +178,7 @@ int sbt_sock_set_pacing(int fd)
     /* Any rate but ~0 (no cap) makes TCP pace at the rate it computes.
      * A 64-bit kernel reads 8 bytes, a 32-bit one the first 4: neither
      * half is ~0, whatever the byte order. */
-    uint64_t rate = UINT64_C(0xfffffffefffffffe);
+    apr_uint64_t rate = APR_UINT64_C(0xfffffffefffffffe);
 
     if (fd < 0) {
         return EBADF;
@@ -278,31 +263,22 @@ int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
     if ((rv = sbt_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len)) != 0) {
         return rv;
     }
-    if (SBT_TI_HAS(len, tcpi_total_retrans)) {
-        out->valid |= SBT_TI_BASE;
-        out->rtt_us = ti.tcpi_rtt;
-        out->rttvar_us = ti.tcpi_rttvar;
-        out->snd_mss = ti.tcpi_snd_mss;
-        out->total_retrans = ti.tcpi_total_retrans;
-        out->snd_cwnd = ti.tcpi_snd_cwnd;
-    }
-    if (SBT_TI_HAS(len, tcpi_bytes_acked)) {
-        out->valid |= SBT_TI_BYTES_ACKED;
-        out->bytes_acked = ti.tcpi_bytes_acked;
-    }
-    if (SBT_TI_HAS(len, tcpi_min_rtt)) {
-        out->valid |= SBT_TI_MIN_RTT;
-        out->min_rtt_us = ti.tcpi_min_rtt;
-    }
-    if (SBT_TI_HAS(len, tcpi_delivery_rate)) {
-        out->valid |= SBT_TI_DELIVERY;
-        out->delivery_rate = ti.tcpi_delivery_rate;
-        out->app_limited = ti.tcpi_delivery_rate_app_limited;
-    }
-    if (SBT_TI_HAS(len, tcpi_sndbuf_limited)) {
-        out->valid |= SBT_TI_CHRONO;
-        out->sndbuf_limited_us = ti.tcpi_sndbuf_limited;
-    }
+    /* ti was zeroed: a field past the kernel's answer reads 0. */
+    out->valid = (SBT_TI_HAS(len, tcpi_total_retrans) ? SBT_TI_BASE : 0)
+                 | (SBT_TI_HAS(len, tcpi_bytes_acked) ? SBT_TI_BYTES_ACKED : 0)
+                 | (SBT_TI_HAS(len, tcpi_min_rtt) ? SBT_TI_MIN_RTT : 0)
+                 | (SBT_TI_HAS(len, tcpi_delivery_rate) ? SBT_TI_DELIVERY : 0)
+                 | (SBT_TI_HAS(len, tcpi_sndbuf_limited) ? SBT_TI_CHRONO : 0);
+    out->rtt_us = ti.tcpi_rtt;
+    out->rttvar_us = ti.tcpi_rttvar;
+    out->snd_mss = ti.tcpi_snd_mss;
+    out->total_retrans = ti.tcpi_total_retrans;
+    out->snd_cwnd = ti.tcpi_snd_cwnd;
+    out->bytes_acked = ti.tcpi_bytes_acked;
+    out->min_rtt_us = ti.tcpi_min_rtt;
+    out->delivery_rate = ti.tcpi_delivery_rate;
+    out->app_limited = ti.tcpi_delivery_rate_app_limited;
+    out->sndbuf_limited_us = ti.tcpi_sndbuf_limited;
     return 0;
 #else
     (void)fd;

@@ -13,7 +13,7 @@
 #define SNDBUF_KERNEL_H
 
 #include "apr.h"
-#include "apr_network_io.h"
+#include "apr_pools.h"
 
 /** What the kernel will grant, read once at startup. 0 = unknown. */
 typedef struct {
@@ -61,9 +61,6 @@ typedef enum {
 
 /** sbt_kernel as @a how shows it: the one place that names the limits. */
 const char *sbt_kernel_show(apr_pool_t *p, sbt_show_e how);
-
-/** The raw descriptor behind an APR socket, or -1. */
-int sbt_sock_fd(apr_socket_t *sock);
 
 /* The socket calls below return 0 or an errno, and EBADF, without a
  * system call, for the fd -1 of a closed socket. */

@@ -11,8 +11,8 @@
 #include "http_log.h"
 
 #include "apr_atomic.h"
+#include "apr_portable.h"
 
-#include <errno.h>
 #include <string.h>
 
 #include "sndbuf_tune.h"
@@ -26,6 +26,17 @@ APLOG_USE_MODULE(sndbuf_tune);
 
 static apr_uint32_t sbt_warned_at;
 static apr_uint32_t sbt_failures_hushed;
+
+/* The raw descriptor behind an APR socket, or -1. */
+static int sbt_sock_fd(apr_socket_t *sock)
+{
+    apr_os_sock_t fd;
+
+    if (!sock || apr_os_sock_get(&fd, sock) != APR_SUCCESS) {
+        return -1;
+    }
+    return (int)fd;
+}
 
 static int sbt_initial_size(void)
 {
@@ -221,7 +232,7 @@ void sbt_sock_give_back(sbt_sock_t *s, sbt_sock_did_t *did)
 int sbt_sock_info(const sbt_sock_t *s, sbt_tcp_info_t *ti,
                   sbt_sock_did_t *did)
 {
-    int rv = s->fd < 0 ? EBADF : sbt_sock_tcp_info(s->fd, ti);
+    int rv = sbt_sock_tcp_info(s->fd, ti);
 
     if (rv) {
         sbt_failed(did, "getsockopt(TCP_INFO)", rv, "no TCP_INFO");
