@@ -5,13 +5,11 @@
  * network, decided per request.  Here: the hooks, the per-request state
  * and the response's figures (TCP_INFO at its start and end).
  *
- * A TCP sender never has more than one send buffer in flight, so a fixed
- * SO_SNDBUF caps a download at sndbuf / RTT.  Core's SendBufferSize sets
- * one size for every socket, on the listener, and on Linux that also
- * switches kernel autotuning off.  This module decides once the
- * name-based vhost (Host:/SNI) and the file are known; nearest scope
- * wins, and where nothing applies the socket is not touched.  HTTP/2
- * streams share their primary's socket, so there the largest size any
+ * A fixed SO_SNDBUF caps a download at sndbuf / RTT, and core's
+ * SendBufferSize sets one for every socket (on Linux, autotuning off).
+ * This module decides once the name-based vhost and the file are known;
+ * nearest scope wins, and where nothing applies the socket is left alone.
+ * HTTP/2 streams share their primary's socket: there the largest size any
  * stream asks for wins for the connection's life.
  */
 
@@ -27,7 +25,8 @@
 #include "sndbuf_tune.h"
 
 /* Per-request notes and environment variables (LogFormat %{..}n/%{..}e,
- * mod_headers).  The decision, set before the handler runs: */
+ * mod_headers).  The decision, set before the handler runs (in the
+ * environment too: mod_headers, CGI and SSI act before it is out): */
 #define SBT_NOTE_POLICY     "SNDBUF_TUNE_POLICY"
 #define SBT_NOTE_REQUESTED  "SNDBUF_TUNE_REQUESTED"
 #define SBT_NOTE_EFFECTIVE  "SNDBUF_TUNE_EFFECTIVE"
@@ -55,12 +54,9 @@ static sbt_req_t *sbt_req_get(request_rec *r)
     return ap_get_module_config(r->request_config, &sndbuf_tune_module);
 }
 
-/* The decision goes into the environment (mod_headers, CGI and SSI run
- * before the response is out), the outcome into the notes (for the
- * access log).  Each key is added once to each table: apr_table_setn
- * would compare it with every key that shares its first four letters,
- * all of ours.  A figure nobody measured is left out: the log shows "-"
- * for it anyway. */
+/* Each key is added once to each table: apr_table_setn would compare it
+ * with every key sharing its first four letters, all of ours.  A figure
+ * nobody measured is left out: the log shows "-" for it anyway. */
 static const char *sbt_num(request_rec *r, apr_int64_t v)
 {
     return v >= 0 ? apr_off_t_toa(r->pool, v) : "-";
@@ -127,9 +123,8 @@ static int sbt_has_response_filter(request_rec *r)
 }
 
 /** An internal redirect (ErrorDocument, a per-directory RewriteRule,
- *  Action) to where no SndbufTune applies: the response goes out on the
- *  buffer the request it replaces set, so it is served, noted and counted
- *  under that request's policy (FALSE: none had one). */
+ *  Action) to where no SndbufTune applies goes out on the buffer of the
+ *  request it replaces, so it takes that one's policy (FALSE: none had). */
 static int sbt_redirected_from(request_rec *r, sbt_decision_t *d)
 {
     const sbt_req_t *prev;
@@ -156,10 +151,7 @@ static void sbt_insert_filter(request_rec *r)
     if (r->main) {
         return;
     }
-    if (!sbt_decide(r, &d) && !(inherited = sbt_redirected_from(r, &d))) {
-        d.tune.policy = SBT_POLICY_NONE;
-    }
-    if (d.tune.policy == SBT_POLICY_NONE
+    if ((!sbt_decide(r, &d) && !(inherited = sbt_redirected_from(r, &d)))
         || (conn = sbt_conn_enter(c)) == NULL) {
         apr_table_addn(r->subprocess_env, SBT_NOTE_POLICY, "none");
         apr_table_addn(r->subprocess_env, SBT_NOTE_REQUESTED, "-");
@@ -230,9 +222,8 @@ static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
     }
 }
 
-/** A response that fitted in the buffer in force: it was never limited
- *  by it, needs no figures and costs no system call; the next response
- *  cannot take the previous end as its start. */
+/** A response that fitted in the buffer in force was never limited by it:
+ *  no figures, no system call; the next cannot start at its end. */
 static void sbt_response_fitted(request_rec *r, sbt_req_t *rq)
 {
     sbt_conn_t *conn;
@@ -322,7 +313,6 @@ static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
         return;
     }
     if (rq->measured && !sbt_sock_open(&conn->sock)) {
-        /* Closed: the figures of the kernel are gone with the socket. */
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "SndbufTune: the "
                       "socket was closed before the response was logged; "
                       "no figures for its end");
@@ -353,7 +343,7 @@ static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
 
 static int sbt_log_transaction(request_rec *r)
 {
-    sbt_outcome_t o = {0};
+    sbt_outcome_t o = {.effective = -1};
     sbt_req_t *rq;
 
     /* mod_log_config logs the final request of an internal redirect
@@ -364,7 +354,6 @@ static int sbt_log_transaction(request_rec *r)
     rq = sbt_req_get(r);
     o.server = r->server;
     o.bytes_sent = r->bytes_sent;
-    o.effective = -1;
     if (rq) {
         o.policy = rq->d.tune.policy;
         o.network = rq->d.network;
@@ -437,11 +426,10 @@ static void sbt_register_hooks(apr_pool_t *p)
     /* Kernel limits once the configuration is read and the listeners are
      * open (the MPM's open_logs), before children fork to inherit them. */
     ap_hook_post_config(sbt_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-    /* insert_filter, the last hook before the handler: the per-dir config
-     * is final only now, as mod_dir (DirectoryIndex) and mod_negotiation
-     * (MultiViews) replace it in their fixups with the chosen file's
-     * without running the fixups again.  Internal redirects run it again
-     * for the request that replaces the first. */
+    /* insert_filter, the last hook before the handler: only now is the
+     * per-dir config final, as mod_dir (DirectoryIndex) and mod_negotiation
+     * (MultiViews) swap in the chosen file's in their fixups, which do not
+     * run again.  Internal redirects run it for the new request too. */
     ap_hook_insert_filter(sbt_insert_filter, NULL, NULL, APR_HOOK_MIDDLE);
     /* log_transaction: the response is written (for HTTP/1 the EOR
      * bucket is gone), so the kernel's figures cover all of it.  FIRST:

@@ -91,26 +91,26 @@ sbt_auto_t *sbt_conn_draining(conn_rec *c)
     return conn ? conn->draining : NULL;
 }
 
-/** Give @a conn its own lock, in the primary connection's thread (its
+/** Give @a c's state its own lock, in the primary connection's thread (its
  *  pool is not for other threads) and before any stream exists. */
-static void sbt_conn_make_mutex(conn_rec *c, sbt_conn_t *conn)
+static void sbt_conn_make_mutex(conn_rec *c)
 {
 #if APR_HAS_THREADS
+    sbt_conn_t *conn = sbt_conn_get(c);
     apr_status_t rv;
 
-    if (conn->mutex) {
+    if (!conn || conn->mutex) {
         return;
     }
     rv = apr_thread_mutex_create(&conn->mutex, APR_THREAD_MUTEX_DEFAULT,
                                  c->pool);
     if (rv != APR_SUCCESS) {
-        conn->mutex = NULL;
         ap_log_cerror(APLOG_MARK, APLOG_DEBUG, rv, c, "SndbufTune: no "
                       "lock for this connection: its HTTP/2 streams are "
                       "left alone");
     }
 #else
-    (void)c; (void)conn;
+    (void)c;
 #endif
 }
 
@@ -120,12 +120,9 @@ static void sbt_conn_make_mutex(conn_rec *c, sbt_conn_t *conn)
 static int sbt_conn_protocol_switch(conn_rec *c, request_rec *r,
                                     server_rec *s, const char *protocol)
 {
-    sbt_conn_t *conn;
-
     (void)r; (void)s;
-    if (!c->master && (!strcmp(protocol, "h2") || !strcmp(protocol, "h2c"))
-        && (conn = sbt_conn_get(c)) != NULL) {
-        sbt_conn_make_mutex(c, conn);
+    if (!c->master && (!strcmp(protocol, "h2") || !strcmp(protocol, "h2c"))) {
+        sbt_conn_make_mutex(c);
     }
     return DECLINED;
 }
@@ -152,7 +149,7 @@ static int sbt_conn_pre_connection(conn_rec *c, void *csd)
      * pass no protocol switch before their streams start. */
     if (ap_is_allowed_protocol(c, NULL, c->base_server, "h2")
         || ap_is_allowed_protocol(c, NULL, c->base_server, "h2c")) {
-        sbt_conn_make_mutex(c, conn);
+        sbt_conn_make_mutex(c);
     }
     return DECLINED;
 }

@@ -2,13 +2,9 @@
 
 /*
  * sndbuf_path.c: per client address, the lowest minimum RTT this
- * process's auto responses to it have measured lately.  auto reads the
- * bottleneck's queue as the smoothed RTT beyond the minimum; a flow that
- * starts while others from the same client fill that queue takes its
- * first minimum through it, sees no queue, and is sized for the rate it
- * won in slow start (docs/auto.md, "late comers").  The lowest minimum of
- * any flow to the address is the path's own delay: auto takes it when
- * lower (but not so much lower that it is another path behind it).
+ * process's auto responses to it have measured lately: the path's own
+ * delay, which a flow that starts while others fill the bottleneck's
+ * queue cannot measure itself (docs/auto.md, "late comers").
  *
  * Per process, not in shared memory: a crowd from one client spans a few
  * processes at most, each seeing enough of it.  A fixed table made at
@@ -27,9 +23,8 @@ APLOG_USE_MODULE(sndbuf_tune);
  * keeps its own minimum; it is never worse off than without the table. */
 #define SBT_PATH_SLOTS      256
 
-/* A minimum no connection has confirmed for this long is forgotten, so
- * a path grown longer (a route change) is not read as a queue for longer
- * once the connections that measured the old one have closed (as BBR). */
+/* A minimum no connection has confirmed for this long is forgotten (as
+ * BBR's), so a longer new route is not read as a queue for longer. */
 #define SBT_PATH_FRESH      apr_time_from_sec(10)
 
 /* A connection shares its path while another whose response is under way
@@ -55,6 +50,7 @@ typedef struct {
     sbt_looker_t looker[SBT_PATH_LOOKERS];
 } sbt_path_t;
 
+/* Made only once its lock is (child_init). */
 static sbt_path_t *sbt_paths;
 #if APR_HAS_THREADS
 static apr_thread_mutex_t *sbt_paths_mutex;
@@ -96,7 +92,7 @@ static sbt_path_t *sbt_path_lock(const apr_sockaddr_t *client)
         return NULL;
     }
 #if APR_HAS_THREADS
-    if (sbt_paths_mutex && apr_thread_mutex_lock(sbt_paths_mutex)) {
+    if (apr_thread_mutex_lock(sbt_paths_mutex)) {
         return NULL;
     }
 #endif
@@ -106,9 +102,7 @@ static sbt_path_t *sbt_path_lock(const apr_sockaddr_t *client)
 static void sbt_path_unlock(void)
 {
 #if APR_HAS_THREADS
-    if (sbt_paths_mutex) {
-        apr_thread_mutex_unlock(sbt_paths_mutex);
-    }
+    apr_thread_mutex_unlock(sbt_paths_mutex);
 #endif
 }
 

@@ -121,23 +121,25 @@ const sbt_network_t *sbt_rules_add(sbt_rules_t *t, const sbt_network_t *rule)
     return NULL;
 }
 
-/** The longest rule of @a fam that holds @a addr, longer than @a than. */
+/** The longest rule of @a fam that holds @a addr if longer than @a hit
+ *  (NULL: any), else @a hit. */
 static const sbt_network_t *sbt_rules_find(const sbt_family_t *fam,
                                            const unsigned char *addr,
-                                           int than)
+                                           const sbt_network_t *hit)
 {
-    const sbt_network_t *hit;
+    const sbt_network_t *found;
     unsigned char key[16];
+    int than = hit ? hit->net.prefix : -1;
     int i;
 
     for (i = 0; i < fam->nlens && fam->lens[i] > than; i++) {
         sbt_mask_prefix(addr, key, fam->bytes, fam->lens[i]);
-        hit = *sbt_rules_probe(fam->len[fam->lens[i]], key, fam->bytes);
-        if (hit) {
-            return hit;
+        found = *sbt_rules_probe(fam->len[fam->lens[i]], key, fam->bytes);
+        if (found) {
+            return found;
         }
     }
-    return NULL;
+    return hit;
 }
 
 const sbt_network_t *sbt_rules_match(const sbt_rules_t *own,
@@ -145,7 +147,7 @@ const sbt_network_t *sbt_rules_match(const sbt_rules_t *own,
                                      const apr_sockaddr_t *client)
 {
     const unsigned char *addr;
-    const sbt_network_t *hit = NULL, *longer;
+    const sbt_network_t *hit;
     int v4 = client->family == APR_INET;
 
     if (v4) {
@@ -165,13 +167,9 @@ const sbt_network_t *sbt_rules_match(const sbt_rules_t *own,
         return NULL;
     }
     /* The vhost's own rules first, so that they win ties of length. */
-    if (own) {
-        hit = sbt_rules_find(v4 ? &own->v4 : &own->v6, addr, -1);
-    }
-    if (base && base != own
-        && (longer = sbt_rules_find(v4 ? &base->v4 : &base->v6, addr,
-                                    hit ? hit->net.prefix : -1)) != NULL) {
-        hit = longer;
+    hit = own ? sbt_rules_find(v4 ? &own->v4 : &own->v6, addr, NULL) : NULL;
+    if (base && base != own) {
+        hit = sbt_rules_find(v4 ? &base->v4 : &base->v6, addr, hit);
     }
     return hit;
 }
