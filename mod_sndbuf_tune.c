@@ -2,15 +2,12 @@
 
 /*
  * mod_sndbuf_tune.c: a TCP send buffer per vhost, location and client
- * network, decided per request.  Here: the hooks, the per-request state
- * and the response's figures (TCP_INFO at its start and end).
- *
- * A fixed SO_SNDBUF caps a download at sndbuf / RTT, and core's
- * SendBufferSize sets one for every socket (on Linux, autotuning off).
- * This module decides once the name-based vhost and the file are known;
- * nearest scope wins, and where nothing applies the socket is left alone.
- * HTTP/2 streams share their primary's socket: there the largest size any
- * stream asks for wins for the connection's life.
+ * network (README.md, "Why"), decided per request once the name-based
+ * vhost and the file are known; nearest scope wins, and where nothing
+ * applies the socket is left alone.  HTTP/2 streams share their primary's
+ * socket: there the largest size any stream asks for wins for the
+ * connection's life.  Here: the hooks, the per-request state and the
+ * response's figures (TCP_INFO at its start and end).
  */
 
 #include "httpd.h"
