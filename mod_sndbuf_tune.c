@@ -170,6 +170,7 @@ static void sbt_insert_filter(request_rec *r)
     /* No socket: nothing to watch. */
     rq->fits = sbt_sock_open(&conn->sock) ? sbt_sock_known_size(&conn->sock)
                                           : 0;
+    rq->watching = rq->fits > 0;
     sbt_note_decision(r, rq, &conn->sock);
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                   "SndbufTune %s for %s%s by %s%s: %s; effective %d",
@@ -241,10 +242,6 @@ static apr_status_t sbt_response_filter(ap_filter_t *f,
     sbt_req_t *rq = sbt_req_get(f->r);
     apr_off_t len;
 
-    if (rq && f->ctx != rq) {
-        f->ctx = rq;
-        rq->watching = rq->fits > 0;
-    }
     if (rq && rq->watching) {
         /* -1: a bucket of unknown length (not read here: it may block). */
         apr_brigade_length(bb, 0, &len);
