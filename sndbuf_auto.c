@@ -4,16 +4,12 @@
  * sndbuf_auto.c: "SndbufTune auto" on a connection.  At most once per RTT
  * a look reads TCP_INFO (and the buffer's size while autotuning governs
  * it), gives it to the control law (sndbuf_law.c, pure) and sets, keeps
- * or gives back the buffer.  When it looks depends on who writes:
- *  - event MPM, HTTP/1, sendfile: the MPM writes the rest without a worker
- *    (write completion), calling no filter, but resumes the connection on
- *    a worker each time the socket drains: resume_connection looks then.
- *    Other data (no sendfile, TLS) the core writes in blocking mode.
- *  - prefork and worker: a worker stays anyway, so each chunk is flushed;
- *    control comes back while the kernel still holds data.
- *  - HTTP/2: mod_http2 takes chunks as the shared connection drains; auto
- *    only grows the shared buffer.
- * A response that fits in the buffer in force costs no system call.
+ * or gives back the buffer.  Looks come between chunks of the response,
+ * flushed under prefork and worker (a worker stays anyway) so that control
+ * comes back while the kernel still holds data; under event MPM a file
+ * sent with sendfile goes to write completion, which calls no filter but
+ * resumes the connection on a worker each time the socket drains:
+ * resume_connection looks then.  On HTTP/2 the shared buffer only grows.
  */
 
 #include "httpd.h"
@@ -40,7 +36,6 @@ APLOG_USE_MODULE(sndbuf_tune);
 #define SBT_AUTO_MIN_CHUNK      (16 * 1024)
 
 struct sbt_auto_t {
-    const sbt_req_t *rq;        /**< its request (same pool) */
     int flush;                  /**< flush chunks: the worker stays anyway */
     /** Bytes between two passes, and passed since the last cut. */
     apr_off_t chunk;
@@ -157,10 +152,9 @@ static void sbt_auto_apply(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
                   0, c, "SndbufTune auto re-tune %d: min rtt %uus srtt "
                   "%uus/%uus queue %uus rate %" APR_UINT64_T_FMT " B/s%s, "
                   "%d -> %d: %s%s: %s%s, effective %d", a->retunes,
-                  a->law.min_rtt_us, s->srtt_us, s->rttvar_us,
-                  out->queue_us, a->law.rate,
-                  out->limited ? ", send-buffer-limited" : "", cur,
-                  out->size, out->why, out->clamped ? " (clamped)" : "",
+                  a->law.min_rtt_us, s->srtt_us, s->rttvar_us, out->queue_us,
+                  a->law.rate, out->limited ? ", send-buffer-limited" : "",
+                  cur, out->size, out->why, out->clamped ? " (clamped)" : "",
                   did.done, did.paced ? ", and paced by the kernel from "
                   "now on (a loss-based flow its buffer holds)" : "",
                   sbt_sock_known_size(&conn->sock));
@@ -256,10 +250,8 @@ sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
         return NULL;
     }
     a = apr_pcalloc(r->pool, sizeof(*a));
-    a->rq = rq;
     a->flush = !rq->shared && !sbt_async_mpm;
     sbt_auto_limits(&a->lim, rq);
-
     sbt_sock_resolve(&conn->sock, &did);
     sbt_sock_tally(r->connection, &did, &a->tally);
     a->loss_based = sbt_sock_loss_based(&conn->sock);
@@ -272,8 +264,7 @@ sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
                   a->lim.limit_min, a->lim.limit_max,
                   (apr_uint64_t)a->lim.conf_rate, a->lim.shared,
                   a->lim.wmem_max, a->lim.tcp_wmem_initial,
-                  a->lim.tcp_wmem_max, a->lim.no_release,
-                  conn->rate_estimate);
+                  a->lim.tcp_wmem_max, a->lim.no_release, conn->rate_estimate);
     sbt_auto_trace_sample(r->connection, "begin", &s, NULL);
     sbt_auto_set_chunk(a, &conn->sock);
     /* Ramping: the first look an RTT on; else with the first chunk. */
@@ -367,20 +358,6 @@ static int sbt_auto_only_sendfile(conn_rec *c, apr_bucket_brigade *bb)
     return files ? 1 : -1;
 }
 
-/** Say once per response why auto keeps the worker under event MPM. */
-static void sbt_auto_say_kept(sbt_auto_t *a, request_rec *r)
-{
-    if (a->handed_over || a->said_kept) {
-        return;
-    }
-    a->said_kept = 1;
-    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                  "SndbufTune auto: the rest of this response is not a file "
-                  "sent with sendfile (EnableSendfile Off, TLS or generated), "
-                  "so the core writes it in blocking mode: the worker stays "
-                  "with it and auto goes on looking");
-}
-
 apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
                            apr_bucket_brigade *bb)
 {
@@ -418,10 +395,18 @@ apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
         /* Event MPM: once the socket is full the core sets sendfile
          * buckets aside for the MPM (resume_connection looks); data in
          * memory it writes in blocking mode anyway: keep cutting it. */
-        if (!a->flush && !a->rq->shared && f->c->data_in_output_filters
+        if (!a->flush && !a->lim.shared && f->c->data_in_output_filters
             && (only_sendfile = sbt_auto_only_sendfile(f->c, bb)) >= 0) {
             a->handed_over = only_sendfile;
-            sbt_auto_say_kept(a, f->r);
+            if (!a->handed_over && !a->said_kept) {
+                a->said_kept = 1;
+                ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, f->r,
+                              "SndbufTune auto: the rest of this response is "
+                              "not a file sent with sendfile (EnableSendfile "
+                              "Off, TLS or generated), so the core writes it "
+                              "in blocking mode: the worker stays with it and "
+                              "auto goes on looking");
+            }
         }
     }
     if (!APR_BRIGADE_EMPTY(bb) && APR_BUCKET_IS_EOS(APR_BRIGADE_LAST(bb))) {

@@ -2,13 +2,11 @@
 
 /*
  * sndbuf_law.c: the control law of "SndbufTune auto" (sndbuf_law.h).
- *
- * A send buffer below the bandwidth-delay product caps the flow at
- * sndbuf / RTT; a larger one only holds memory and, in a shared
- * bottleneck, queue.  So auto aims at FACTOR x rate x RTT, or lets a
- * queue its own flows share steer it, and leaves the buffer to autotuning
- * wherever a lock would be slower.  docs/auto.md explains each rule;
- * t/unit/law_cases.c tests each.
+ * A buffer below the bandwidth-delay product caps the flow at sndbuf /
+ * RTT; a larger one only holds memory and, in a shared bottleneck, queue.
+ * So auto aims at FACTOR x rate x RTT, or lets a queue its own flows share
+ * steer it, and leaves the buffer to autotuning where a lock would be
+ * slower.  docs/auto.md explains each rule; t/unit/law_cases.c tests it.
  */
 
 #include <stddef.h>
@@ -24,19 +22,18 @@
 
 /* While the delivery rate grows by a quarter per look the flow is in slow
  * start (or BBR's startup), where autotuning is as fast as anything: auto
- * takes over after three looks without such growth (BBR's test for a full
- * pipe), or RAMP_RTTS RTTs after the response began.  For SETTLE_LOOKS
- * looks after that a queue never steers the buffer below the target: it
- * is slow start's overshoot draining. */
+ * takes over after RAMP_FLAT looks without such growth (BBR's full-pipe
+ * test) or RAMP_RTTS RTTs in.  For SETTLE_LOOKS looks more, a queue (slow
+ * start's overshoot draining) never steers the buffer below the target. */
 #define SBT_LAW_RAMP_SHIFT      2
 #define SBT_LAW_RAMP_FLAT       3
 #define SBT_LAW_RAMP_RTTS       32
 #define SBT_LAW_SETTLE_LOOKS    8
 
 /* A crowd's queue (the RTT a quarter of the minimum above it and its
- * variation) ends a bbr flow's ramp: BBR's startup ignores losses, and
- * growing only fills the queue the crowd's late flows must then cross.
- * A loss-based flow's slow start ends at its first loss. */
+ * variation) ends a bbr flow's ramp, with no settling looks: BBR's startup
+ * ignores losses, and growing only fills the queue the crowd's late flows
+ * must then cross.  A loss-based flow's slow start ends at its first loss. */
 #define SBT_LAW_CROWD_SHIFT     2
 
 /* At tcp_wmem[2] a ramp may grow to LIFT x the target, 3.5 x BDP of payload,
@@ -45,16 +42,15 @@
 #define SBT_LAW_LIFT            3
 #define SBT_LAW_LIFT_MEASURED   4
 
-/* A queue below 1/16 of the minimum RTT, or below QUEUE_MIN (what load
- * adds in NICs and hosts), leaves room: a send-buffer-limited flow grows
- * by a quarter per look, another moves to the target.  A longer one steers
- * the buffer as FAST TCP steers its window, halfway each look toward
- * cur x (min RTT + variation) / RTT + STEP: STEP bytes of each flow stay
- * queued, so flows through one bottleneck settle at equal rates.  Past a
- * quarter of the minimum RTT (STEP_ROOM) the step shrinks in proportion,
- * alike for all, so N flows queue sqrt(N) x STEP, not N x (nearly a BDP
- * for 100).  Steered, every move over 1/128 is made: at 1/16 a crowd's
- * flows stayed anywhere within 25% of the fixed point. */
+/* A queue below 1/16 of the minimum RTT or QUEUE_MIN (what load adds in
+ * NICs and hosts) leaves room: a send-buffer-limited flow grows by a
+ * quarter per look, another moves to the target.  A longer one steers the
+ * buffer as FAST TCP steers its window, halfway each look toward cur x
+ * (min RTT + variation) / RTT + STEP: STEP bytes of each flow stay queued,
+ * so flows through one bottleneck settle at equal rates.  Past STEP_ROOM
+ * (1/4 of the minimum RTT) the step shrinks in proportion, alike for all:
+ * N flows queue sqrt(N) x STEP, not N x (nearly a BDP for 100).  Steered,
+ * every move over 1/128 is made: at 1/16 a crowd stayed up to 25% off. */
 #define SBT_LAW_QUEUE_SHIFT     4
 #define SBT_LAW_QUEUE_MIN       2000    /* microseconds */
 #define SBT_LAW_GROW_SHIFT      2
@@ -138,9 +134,8 @@ static void sbt_law_rtt(sbt_law_t *l, const sbt_law_sample_t *s)
 }
 
 /** May the buffer be left to autotuning?  Only where SndbufTuneLimits
- *  leaves it the kernel's range (max >= wmem_max or what autotuning
- *  reaches, min <= where it starts): a narrower range is the
- *  administrator's, and a release let autotuning pass it (03). */
+ *  leaves it the kernel's range: a narrower range is the administrator's,
+ *  and a release let autotuning pass it (03). */
 static int sbt_law_autotuning_allowed(const sbt_law_limits_t *lim)
 {
     return lim->tcp_wmem_max
@@ -172,21 +167,14 @@ static uint32_t sbt_law_queue_us(const sbt_law_t *l,
     return s->srtt_us > base ? s->srtt_us - base : 0;
 }
 
-/** Does a crowd's queue stand on a bbr flow's path (CROWD_SHIFT)? */
-static int sbt_law_crowded(const sbt_law_t *l, const sbt_law_sample_t *s)
-{
-    return s->path_shared && !s->loss_based && !l->from_handshake
-           && sbt_law_queue_us(l, s) > l->min_rtt_us >> SBT_LAW_CROWD_SHIFT;
-}
-
-/** Still ramping up (updates the ramp's state)?  A ramp a crowd ends
- *  has no settling looks: the queue is the crowd's, not slow start's. */
+/** Still ramping up (updates the ramp's state)? */
 static int sbt_law_ramping(sbt_law_t *l, const sbt_law_sample_t *s)
 {
     int too_long = s->now_us - l->began_us
                    >= (int64_t)l->min_rtt_us * SBT_LAW_RAMP_RTTS;
 
-    if (sbt_law_crowded(l, s)) {
+    if (s->path_shared && !s->loss_based && !l->from_handshake
+        && sbt_law_queue_us(l, s) > l->min_rtt_us >> SBT_LAW_CROWD_SHIFT) {
         l->ramping = 0;
         return 0;
     }
@@ -210,15 +198,11 @@ static int sbt_law_ramping(sbt_law_t *l, const sbt_law_sample_t *s)
 static int sbt_law_set_rate(sbt_law_t *l, const sbt_law_limits_t *lim)
 {
     uint64_t conf = lim->conf_rate;
-    int was_sharing = conf && l->rate != conf, sharing;
+    int was_sharing = l->rate != conf;
+    int sharing = !l->ramping && l->measured * SBT_LAW_SHARE_DIV < conf;
 
-    if (!conf) {
-        l->rate = l->measured;
-        return 0;
-    }
-    sharing = !l->ramping && l->measured * SBT_LAW_SHARE_DIV < conf;
-    l->rate = sharing ? l->measured : conf;
-    return sharing != was_sharing;
+    l->rate = sharing || !conf ? l->measured : conf;
+    return conf && sharing != was_sharing;
 }
 
 static int sbt_law_clamp(uint64_t v, const sbt_law_limits_t *lim,
@@ -280,26 +264,22 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
     return next < cur / 2 ? cur / 2 : next;
 }
 
-/** The floor of a flow alone, peak-held (updates it): no higher than
- *  autotuning's ceiling unless @a law is. */
+/** A lone flow's floor, peak-held (updates it), at most tcp_wmem[2]. */
 static uint64_t sbt_law_window(sbt_law_t *l, const sbt_law_limits_t *lim,
-                               const sbt_law_sample_t *s, uint64_t law)
+                               const sbt_law_sample_t *s)
 {
     uint64_t now = (uint64_t)s->cwnd * s->mss * SBT_LAW_CWND_FLOOR;
+    uint64_t ceiling = lim->tcp_wmem_max / 2;
     int64_t hold = SBT_LAW_WINDOW_HOLD_US + 2 * (int64_t)l->min_rtt_us;
 
     if (now >= l->window || s->now_us - l->window_us > hold) {
         l->window = now;
         l->window_us = s->now_us;
     }
-    if (lim->tcp_wmem_max && l->window > lim->tcp_wmem_max / 2) {
-        return law > lim->tcp_wmem_max / 2 ? law : lim->tcp_wmem_max / 2;
-    }
-    return l->window;
+    return lim->tcp_wmem_max && l->window > ceiling ? ceiling : l->window;
 }
 
-/** Resize only for a change worth a system call: 1/16 either way, or a
- *  segment; while a queue steers it, any move over 1/128. */
+/** Is the move from @a cur to @a next worth a system call? */
 static int sbt_law_worth_it(int cur, int next, uint32_t mss, int steering)
 {
     int d = next > cur ? next - cur : cur - next;
@@ -326,7 +306,7 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
     want = law = sbt_law_next(l, s, out->queued ? out->queue_us : 0,
                               out->limited, cur);
     if (!s->path_shared) {
-        uint64_t window = sbt_law_window(l, lim, s, law);
+        uint64_t window = sbt_law_window(l, lim, s);
 
         out->windowed = window > want;
         want = out->windowed ? window : want;
@@ -395,11 +375,10 @@ static void sbt_law_retune(sbt_law_t *l, const sbt_law_limits_t *lim,
 }
 
 /** Autotuning stops at tcp_wmem[2], on a long path no more than BBR's
- *  startup keeps in flight, so a flow held there never leaves startup.
- *  Grown to it while the rate still grows, it gets LIFT x the target for
- *  the rest of the ramp where the kernel grants more: from the rate, not
- *  SndbufTuneLimits, as a reader that stalls keeps it.  Not on HTTP/2,
- *  whose buffer only grows: the lift would outlast the ramp. */
+ *  startup keeps in flight: a flow held there never leaves startup.  At
+ *  it while the rate grows, the ramp gets LIFT x the target (from the
+ *  rate, not the limits: a reader that stalls keeps it) where the kernel
+ *  grants more.  Not on HTTP/2, whose buffer only grows past the ramp. */
 static void sbt_law_lift(sbt_law_t *l, const sbt_law_limits_t *lim,
                          const sbt_law_sample_t *s, sbt_law_out_t *out)
 {
@@ -427,10 +406,9 @@ static void sbt_law_lift(sbt_law_t *l, const sbt_law_limits_t *lim,
     out->why = "ramping at tcp_wmem[2] while the rate grows: lifted";
 }
 
-/** A kernel without SO_BUF_LOCK (Linux < 5.15) cannot give a lock back
- *  to autotuning: instead, lock as near its reach (tcp_wmem[2], as
- *  SO_SNDBUF's argument) as wmem_max lets; a release is only ever wanted
- *  where that reach is known and the limits allow it.  Only ever up: the
+/** A kernel without SO_BUF_LOCK (Linux < 5.15) cannot give a lock back:
+ *  lock as near autotuning's reach (tcp_wmem[2]) as wmem_max lets (a
+ *  release is only wanted where that reach is known).  Only ever up: the
  *  lock in force may already be as near. */
 static void sbt_law_no_release(const sbt_law_limits_t *lim,
                                const sbt_law_sample_t *s, sbt_law_out_t *out)

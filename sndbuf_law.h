@@ -63,17 +63,14 @@ typedef struct {
     int ramp_flat;              /**< looks since */
     int ramping;
     int lifted;
-    int settling;               /**< looks after the ramp that a queue
-                                 *   never takes below the target */
+    int settling;               /**< looks left holding the target */
     uint32_t min_rtt_us;        /**< sized for: the path's or the flow's */
     uint32_t own_min_rtt_us;    /**< the flow's own */
     int from_handshake;         /**< which is still the handshake's */
     uint32_t retrans;           /**< at the last look */
     int recovering;             /**< looks left sized for recovery */
-    /** The largest CWND_FLOOR x cwnd x MSS since window_us: a lone
-     *  flow's floor, held through BBR's PROBE_RTT. */
-    uint64_t window;
-    int64_t window_us;
+    uint64_t window;            /**< peak CWND_FLOOR x cwnd x MSS */
+    int64_t window_us;          /**< since */
 } sbt_law_t;
 
 typedef enum {
