@@ -70,8 +70,7 @@ static void sbt_auto_limits(sbt_law_limits_t *lim, const sbt_req_t *rq)
 
 /** The law's sample from TCP_INFO @a ti and the socket. */
 static void sbt_auto_sample(const sbt_auto_t *a, const sbt_tcp_info_t *ti,
-                            sbt_sock_t *sock, conn_rec *c,
-                            sbt_law_sample_t *s)
+                            sbt_sock_t *sock, conn_rec *c, sbt_law_sample_t *s)
 {
     int handshake;
     apr_uint32_t own;
@@ -117,8 +116,7 @@ static void sbt_auto_set_chunk(sbt_auto_t *a, const sbt_sock_t *sock)
 
 /** Apply the law's decision @a out to the entered connection. */
 static void sbt_auto_apply(sbt_auto_t *a, sbt_conn_t *conn, conn_rec *c,
-                           const sbt_law_sample_t *s,
-                           const sbt_law_out_t *out)
+                           const sbt_law_sample_t *s, const sbt_law_out_t *out)
 {
     sbt_sock_did_t did = {0};
     int cur = s->locked_at ? s->locked_at : s->effective / 2;
@@ -191,10 +189,9 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     sbt_conn_t *conn;
     sbt_sock_did_t did = {0};
 
-    /* The look's socket calls (no waiting on the network) run under the
+    /* The look's socket calls (none waits on the network) run under the
      * connection's lock, so another stream's fix cannot come between what
-     * is read and what is set.  Only its own streams wait; HTTP/1 takes
-     * none. */
+     * is read and what is set; only its streams wait, HTTP/1 takes none. */
     if (a->stopped || now < a->next_look
         || (conn = sbt_conn_enter(c)) == NULL) {
         return;
@@ -327,10 +324,8 @@ static apr_bucket *sbt_auto_cut(apr_bucket_brigade *bb, apr_off_t *left)
     return e;
 }
 
-/** Is the data in @a bb all files the core will sendfile (1), or not
- *  (0)?  Other data (EnableSendfile Off, mod_ssl's) the core writes in
- *  blocking mode while more than FlushMaxThreshold is unsent, holding the
- *  worker.  -1: no data, nothing to tell by (a cut at a brigade's end). */
+/** Is the data in @a bb all files the core will sendfile (1), or not (0)?
+ *  -1: no data to tell by (a cut at a brigade's end). */
 static int sbt_auto_only_sendfile(conn_rec *c, apr_bucket_brigade *bb)
 {
     apr_bucket *e;
@@ -379,8 +374,7 @@ apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
         }
         apr_brigade_split_ex(bb, cut, a->rest);
         if (a->flush) {
-            /* Written now, so control comes back here while the rest is
-             * still queued in the kernel. */
+            /* Flushed: control comes back while the kernel holds the rest. */
             APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_flush_create(
                                             f->c->bucket_alloc));
         }
@@ -415,8 +409,7 @@ apr_status_t sbt_auto_pass(ap_filter_t *f, sbt_auto_t *a,
     return ap_pass_brigade(f->next, bb);
 }
 
-/** Event MPM, write completion: the socket has drained and a worker
- *  resumes the connection; no filter runs, so auto looks here. */
+/** Event MPM, write completion: a worker resumes a drained connection. */
 static void sbt_auto_resume_connection(conn_rec *c, request_rec *r)
 {
     sbt_auto_t *a;

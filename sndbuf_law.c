@@ -5,8 +5,7 @@
  * A buffer below the bandwidth-delay product caps the flow at sndbuf /
  * RTT; a larger one only holds memory and, in a shared bottleneck, queue.
  * So auto aims at FACTOR x rate x RTT, or lets a queue its own flows share
- * steer it, and leaves the buffer to autotuning where a lock would be
- * slower.  docs/auto.md explains each rule; t/unit/law_cases.c tests it.
+ * steer it, and leaves the buffer to autotuning where a lock is slower.
  */
 
 #include <stddef.h>
@@ -36,9 +35,10 @@
  * must then cross.  A loss-based flow's slow start ends at its first loss. */
 #define SBT_LAW_CROWD_SHIFT     2
 
-/* At tcp_wmem[2] a ramp may grow to LIFT x the target, 3.5 x BDP of payload,
- * more than BBR's startup keeps in flight (2.89 x BDP); to 4 x a measured
- * rate's, which lags the path's there (3 x left BBR in startup). */
+/* Autotuning stops at tcp_wmem[2], on a long path no more than BBR's
+ * startup keeps in flight (2.89 x BDP): a flow held there never leaves
+ * startup.  LIFT x the target is 3.5 x BDP of payload; a measured rate
+ * lags the path's there, so 4 x its target (3 x left BBR in startup). */
 #define SBT_LAW_LIFT            3
 #define SBT_LAW_LIFT_MEASURED   4
 
@@ -159,8 +159,7 @@ void sbt_law_begin(sbt_law_t *l, const sbt_law_limits_t *lim,
 }
 
 /** The queue: the smoothed RTT beyond the minimum and its variation. */
-static uint32_t sbt_law_queue_us(const sbt_law_t *l,
-                                 const sbt_law_sample_t *s)
+static uint32_t sbt_law_queue_us(const sbt_law_t *l, const sbt_law_sample_t *s)
 {
     uint32_t base = l->min_rtt_us + s->rttvar_us;
 
@@ -172,16 +171,15 @@ static int sbt_law_ramping(sbt_law_t *l, const sbt_law_sample_t *s)
 {
     int too_long = s->now_us - l->began_us
                    >= (int64_t)l->min_rtt_us * SBT_LAW_RAMP_RTTS;
+    int grew = l->measured
+               > l->ramp_rate + (l->ramp_rate >> SBT_LAW_RAMP_SHIFT);
 
     if (s->path_shared && !s->loss_based && !l->from_handshake
         && sbt_law_queue_us(l, s) > l->min_rtt_us >> SBT_LAW_CROWD_SHIFT) {
         l->ramping = 0;
         return 0;
     }
-    if (!too_long
-        && (l->from_handshake
-            || l->measured
-               > l->ramp_rate + (l->ramp_rate >> SBT_LAW_RAMP_SHIFT))) {
+    if (!too_long && (l->from_handshake || grew)) {
         l->ramp_rate = l->measured;
         l->ramp_flat = 0;
         return 1;
@@ -346,14 +344,13 @@ static void sbt_law_retune(sbt_law_t *l, const sbt_law_limits_t *lim,
 {
     uint64_t cur = s->locked_at ? (uint64_t)s->locked_at
                    : s->effective > 0 ? (uint64_t)s->effective / 2 : 0;
-    const char *leave;
 
     if (!l->rate || !cur) {
         out->why = "rate or size not known yet";
         return;
     }
-    if ((leave = sbt_law_size(l, lim, s, cur, out)) != NULL) {
-        out->why = leave;
+    out->why = sbt_law_size(l, lim, s, cur, out);
+    if (out->why != NULL) {
         out->size = 0;
         out->act = (s->locked_at && !lim->shared) ? SBT_LAW_RELEASE
                                                   : SBT_LAW_KEEP;
@@ -374,11 +371,9 @@ static void sbt_law_retune(sbt_law_t *l, const sbt_law_limits_t *lim,
                : "rate x RTT";
 }
 
-/** Autotuning stops at tcp_wmem[2], on a long path no more than BBR's
- *  startup keeps in flight: a flow held there never leaves startup.  At
- *  it while the rate grows, the ramp gets LIFT x the target (from the
- *  rate, not the limits: a reader that stalls keeps it) where the kernel
- *  grants more.  Not on HTTP/2, whose buffer only grows past the ramp. */
+/** At tcp_wmem[2] while the rate grows, the ramp gets LIFT x the target
+ *  where the kernel grants more (from the rate, not the limits: a stalled
+ *  reader keeps it).  Not on HTTP/2, where it would outlast the ramp. */
 static void sbt_law_lift(sbt_law_t *l, const sbt_law_limits_t *lim,
                          const sbt_law_sample_t *s, sbt_law_out_t *out)
 {
