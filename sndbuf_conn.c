@@ -105,6 +105,7 @@ static void sbt_conn_make_mutex(conn_rec *c)
     rv = apr_thread_mutex_create(&conn->mutex, APR_THREAD_MUTEX_DEFAULT,
                                  c->pool);
     if (rv != APR_SUCCESS) {
+        conn->mutex = NULL;     /* APR does not say what a failure leaves */
         ap_log_cerror(APLOG_MARK, APLOG_DEBUG, rv, c, "SndbufTune: no "
                       "lock for this connection: its HTTP/2 streams are "
                       "left alone");

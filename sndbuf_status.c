@@ -75,7 +75,7 @@ static void sbt_add(apr_uint64_t *counter, apr_int64_t n)
 }
 
 /** Add @a o to the slot of @a obj, if @a slots (set whenever sbt_shm is)
- *  gives it one: NULL has none. */
+ *  gives it one. */
 static void sbt_count(apr_hash_t *slots, const void *obj,
                       const sbt_outcome_t *o)
 {
@@ -97,7 +97,9 @@ void sbt_status_record(const sbt_outcome_t *o)
 {
     if (sbt_shm && (unsigned)o->policy <= (unsigned)SBT_POLICY_AUTO) {
         sbt_count(sbt_vhost_slots, o->server, o);
-        sbt_count(sbt_rule_slots, o->network, o);
+        if (o->network) {       /* most requests: spare a hash lookup */
+            sbt_count(sbt_rule_slots, o->network, o);
+        }
     }
 }
 
