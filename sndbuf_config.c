@@ -174,18 +174,22 @@ static const char *sbt_full_form(apr_pool_t *p, const char *arg)
 }
 
 /** The network of a SndbufTuneNetwork line, with a suggestion when its
- *  address is partial or its host bits are set. */
+ *  address is partial or its host bits are set: a network this directive
+ *  takes ("10.1/8" is 10.0.0.0/8), or none where the prefix is bad too. */
 static const char *sbt_cmd_cidr(cmd_parms *cmd, const char *arg,
                                 sbt_cidr_t *net)
 {
-    const char *why = sbt_parse_cidr(arg, net), *meant = NULL;
+    const char *why = sbt_parse_cidr(arg, net), *meant = NULL, *again;
     char text[SBT_CIDR_STRLEN];
 
-    if (why == sbt_parse_cidr_host_bits) {
-        meant = sbt_format_cidr(net, text, sizeof(text));
+    if (why == sbt_parse_cidr_partial) {
+        again = sbt_parse_cidr(sbt_full_form(cmd->pool, arg), net);
+        if (!again || again == sbt_parse_cidr_host_bits) {
+            meant = sbt_format_cidr(net, text, sizeof(text));
+        }
     }
-    else if (why == sbt_parse_cidr_partial) {
-        meant = sbt_full_form(cmd->pool, arg);
+    else if (why == sbt_parse_cidr_host_bits) {
+        meant = sbt_format_cidr(net, text, sizeof(text));
     }
     return meant ? apr_psprintf(cmd->pool, "%s: did you mean %s?", why, meant)
                  : why;
@@ -317,6 +321,9 @@ static void sbt_clamp_htaccess(request_rec *r, sbt_decision_t *d)
     d->tune.rule = apr_psprintf(r->pool, "%s, clamped to %d by "
                                 "SndbufTuneLimits", d->tune.rule,
                                 d->limit_max);
+    d->tune.rule_env = apr_psprintf(r->pool, "%s, clamped to %d by "
+                                    "SndbufTuneLimits", d->tune.rule_env,
+                                    d->limit_max);
     d->tune.size = d->limit_max;
     d->clamped = 1;
 }

@@ -184,8 +184,10 @@ typedef struct {
     apr_off_t fits;
     apr_off_t passed;
     int watching;
-    /** The response outgrew the buffer: @c start is its baseline. */
+    /** The response outgrew the buffer at @c began (it cannot have been
+     *  limited by it before): @c start is its baseline. */
     int measured;
+    apr_time_t began;
     sbt_tcp_info_t start;
     sbt_tally_t tally;
     sbt_auto_t *au;             /**< auto's controller, or NULL */

@@ -366,6 +366,17 @@ my @REFUSED = (
     ['partial address: 127.0.0.1 to inet_aton',
      'SndbufTuneNetwork 127.1 64k',
      "SndbufTuneNetwork: '127.1': $PARTIAL 127.1.0.0/16?"],
+    ['partial address, prefix shorter than written: the network meant',
+     'SndbufTuneNetwork 10.1/8 64k',
+     "SndbufTuneNetwork: '10.1/8': $PARTIAL 10.0.0.0/8?"],
+    ['partial address, bad prefix: no suggestion',
+     'SndbufTuneNetwork 10.1/99 64k',
+     "SndbufTuneNetwork: '10.1/99': partial IPv4 address: write all four "
+     . "parts"],
+    ['partial address, part above 255: no suggestion',
+     'SndbufTuneNetwork 300.1 64k',
+     "SndbufTuneNetwork: '300.1': partial IPv4 address: write all four "
+     . "parts"],
     ['partial address: beside a /32',
      "SndbufTuneNetwork 127.0.0.1/32 1m\nSndbufTuneNetwork 127 64k",
      "SndbufTuneNetwork: '127': $PARTIAL 127.0.0.0/8?"],

@@ -8,7 +8,8 @@
 #    a shared host would do to let its users pick a size), the limit's
 #    max is a ceiling no .htaccess gets past: SndbufTune 1g there gets
 #    256k (tb 512k in ss, not the 8 MB of wmem_max), and says so in the
-#    rule it logs; SndbufTuneLimits in .htaccess can only lower it; a
+#    rule it logs and in the environment (SNDBUF_TUNE_RULE, which CGI,
+#    SSI and mod_headers see); SndbufTuneLimits in .htaccess can only lower it; a
 #    size below it is kept; and SndbufTuneNetwork stays refused (500,
 #    "not allowed here") even though AllowOverrideList names it.  The
 #    status page counts each clamped response (Clamped).
@@ -24,16 +25,20 @@ use SndbufTune::Setup qw(BIG_PATH standalone);
 use SndbufTune::Checks;
 use SndbufTune::StallClient ();
 
-# [directory under /gen/htcap, .htaccess, policy, bytes, rule]
+# [directory under /gen/htcap, .htaccess, policy, bytes, rule (the note),
+#  the environment's rule (no file:line, the clamp too)]
+my $CLAMPED = '.htaccess, clamped to %d by SndbufTuneLimits';
 my @cases = (
     ['fixed1g',   "SndbufTune 1g\n", 'fixed', 256 * 1024,
-     qr/clamped to 262144 by SndbufTuneLimits/],
+     qr/clamped to 262144 by SndbufTuneLimits/, sprintf($CLAMPED, 262144)],
     ['raise',     "SndbufTuneLimits 8k 1g\nSndbufTune 1g\n", 'fixed',
-     256 * 1024, qr/clamped to 262144 by SndbufTuneLimits/],
+     256 * 1024, qr/clamped to 262144 by SndbufTuneLimits/,
+     sprintf($CLAMPED, 262144)],
     ['narrow',    "SndbufTuneLimits 8k 128k\nSndbufTune 1g\n", 'fixed',
-     128 * 1024, qr/clamped to 131072 by SndbufTuneLimits/],
+     128 * 1024, qr/clamped to 131072 by SndbufTuneLimits/,
+     sprintf($CLAMPED, 131072)],
     ['fixed64k',  "SndbufTune 64k\n", 'fixed', 64 * 1024,
-     qr/^(?!.*clamped).*\.htaccess/],
+     qr/^(?!.*clamped).*\.htaccess/, '.htaccess'],
 );
 
 plan tests => 2 + @cases + 4;
@@ -49,6 +54,7 @@ ok(scalar(grep { m{/htaccess/\.htaccess: SndbufTune not allowed here} } @log),
 
 my $srv = standalone(name => 'htaccess_cap', body => <<'CONF');
 SndbufTuneLimits 8k 256k
+Header always set X-Sndbuf-Rule "%{SNDBUF_TUNE_RULE}e"
 <Directory @DOCROOT@/gen/htcap>
     AllowOverrideList SndbufTune SndbufTuneLimits SndbufTuneBandwidth SndbufTuneNetwork
 </Directory>
@@ -67,7 +73,7 @@ $srv->add_file('/gen/htcap/network/index.txt', "network\n");
 $srv->start or BAIL_OUT('standalone server: ' . $srv->error);
 
 for my $case (@cases) {
-    my ($dir, $htaccess, $policy, $bytes, $rule) = @$case;
+    my ($dir, $htaccess, $policy, $bytes, $rule, $env_rule) = @$case;
     (my $what = $htaccess) =~ s/\n(?=.)/, /g;
     chomp $what;
     subtest "$dir ($what): $policy $bytes" => sub {
@@ -75,6 +81,8 @@ for my $case (@cases) {
                             path => "/gen/htcap/$dir/big.bin",
                             policy => $policy, bytes => $bytes);
         logged_ok($srv, $c, $dir, rule => $rule);
+        is($c->header('X-Sndbuf-Rule'), $env_rule,
+           "$dir: SNDBUF_TUNE_RULE in the environment");
     };
 }
 
