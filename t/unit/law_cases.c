@@ -956,6 +956,44 @@ static void test_edges(void)
     is_i(l.rate, 400000, "edge: 0.4 of the configured rate: measured");
     lim = lab();
 
+    /* SHARE_DIV 2: exactly half of the configured rate is still its. */
+    lim.conf_rate = 1000000;
+    begin_locked(&l, &lim, 100, 0, 100000);
+    s = look_at(100, 100, 500000, 100000, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(l.rate, 1000000, "edge: half the configured rate: configured");
+    lim = lab();
+
+    /* The handshake: Linux counts its SYN as one byte acknowledged, so
+     * only more than that is data (a deferred accept inflates the
+     * handshake's RTT by the client's idle time). */
+    {
+        int handshake;
+
+        s = look_at(0, 80, 0, 0, 16384);
+        s.min_rtt_us = 50 * MS;
+        s.bytes_acked = 1;
+        is_i(sbt_law_own_min_rtt(&s, &handshake), 80 * MS,
+             "edge: 1 byte acknowledged: the handshake's RTT");
+        is_i(handshake, 1, "edge: and it says so");
+        s.bytes_acked = 2;
+        is_i(sbt_law_own_min_rtt(&s, &handshake), 50 * MS,
+             "edge: 2 bytes: the data's minimum RTT");
+    }
+
+    /* Autotuning may govern where the limits' max reaches what it does:
+     * a max of tcp_wmem[2] / 2 (SO_SNDBUF's half) is enough, one byte
+     * less is the administrator's narrower range (no ramp). */
+    lim.wmem_max = 8388608;
+    lim.limit_max = 2097152;
+    s = look_at(0, 100, 0, 0, 16384);
+    sbt_law_begin(&l, &lim, &s, 0);
+    is_i(l.ramping, 1, "edge: max tcp_wmem[2] / 2: autotuning ramps");
+    lim.limit_max = 2097151;
+    sbt_law_begin(&l, &lim, &s, 0);
+    is_i(l.ramping, 0, "edge: one byte less: the administrator's range");
+    lim = lab();
+
     /* LIMITED_SHIFT 3: 13 ms of 100 is limited, 12.5 is not. */
     begin_locked(&l, &lim, 100, 100000, 50000);
     s = look_at(100, 100, 100000, 50000, 0);
