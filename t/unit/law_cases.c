@@ -901,6 +901,22 @@ static int queued_at(uint32_t min_rtt_us, uint32_t srtt_us)
     return out.queued;
 }
 
+/* The rate sized for when the flow gets @a measured B/s of a configured
+ * 1,000,000. */
+static uint64_t sized_for(uint64_t measured)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    lim.conf_rate = 1000000;
+    begin_locked(&l, &lim, 100, 0, 100000);
+    s = look_at(100, 100, measured, 100000, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    return l.rate;
+}
+
 static void test_edges(void)
 {
     sbt_law_limits_t lim = lab();
@@ -948,21 +964,12 @@ static void test_edges(void)
     sbt_law_look(&l, &lim, &s, &out);
     is_i(out.size, 1750000, "edge: REFILL 1 ms: 7/8 x 1 GB/s x 2 ms");
 
-    /* SHARE_DIV 2: 0.4 of the configured rate is under half. */
-    lim.conf_rate = 1000000;
-    begin_locked(&l, &lim, 100, 0, 100000);
-    s = look_at(100, 100, 400000, 100000, 0);
-    sbt_law_look(&l, &lim, &s, &out);
-    is_i(l.rate, 400000, "edge: 0.4 of the configured rate: measured");
-    lim = lab();
-
-    /* SHARE_DIV 2: exactly half of the configured rate is still its. */
-    lim.conf_rate = 1000000;
-    begin_locked(&l, &lim, 100, 0, 100000);
-    s = look_at(100, 100, 500000, 100000, 0);
-    sbt_law_look(&l, &lim, &s, &out);
-    is_i(l.rate, 1000000, "edge: half the configured rate: configured");
-    lim = lab();
+    /* SHARE_DIV 2: under half the configured rate the flow is sized for
+     * what it gets; at exactly half, still for the configured rate. */
+    is_i(sized_for(400000), 400000, "edge: 0.4 of the configured rate: "
+         "measured");
+    is_i(sized_for(500000), 1000000, "edge: half the configured rate: "
+         "configured");
 
     /* The handshake: Linux counts its SYN as one byte acknowledged, so
      * only more than that is data (a deferred accept inflates the
