@@ -312,18 +312,18 @@ void *sbt_merge_srv_conf(apr_pool_t *p, void *basev, void *addv)
  *  owner's .htaccess can pin. */
 static void sbt_clamp_htaccess(request_rec *r, sbt_decision_t *d)
 {
+    const char *clamp;
+
     if (d->tune.policy != SBT_POLICY_FIXED || d->tune.size <= d->limit_max) {
         return;
     }
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "SndbufTune %d from %s: "
                   "clamped to %d, the maximum of SndbufTuneLimits",
                   d->tune.size, d->tune.rule, d->limit_max);
-    d->tune.rule = apr_psprintf(r->pool, "%s, clamped to %d by "
-                                "SndbufTuneLimits", d->tune.rule,
-                                d->limit_max);
-    d->tune.rule_env = apr_psprintf(r->pool, "%s, clamped to %d by "
-                                    "SndbufTuneLimits", d->tune.rule_env,
-                                    d->limit_max);
+    clamp = apr_psprintf(r->pool, ", clamped to %d by SndbufTuneLimits",
+                         d->limit_max);
+    d->tune.rule = apr_pstrcat(r->pool, d->tune.rule, clamp, NULL);
+    d->tune.rule_env = apr_pstrcat(r->pool, d->tune.rule_env, clamp, NULL);
     d->tune.size = d->limit_max;
     d->clamped = 1;
 }
