@@ -120,7 +120,7 @@ static int sbt_has_response_filter(request_rec *r)
 }
 
 /** An internal redirect (ErrorDocument, a per-directory RewriteRule,
- *  Action) to where no SndbufTune applies goes out on the buffer of the
+ *  Action) to where no line says anything goes out on the buffer of the
  *  request it replaces, so it takes that one's policy (FALSE: none had). */
 static int sbt_redirected_from(request_rec *r, sbt_decision_t *d)
 {
@@ -148,7 +148,11 @@ static void sbt_insert_filter(request_rec *r)
     if (r->main) {
         return;
     }
-    if ((!sbt_decide(r, &d) && !(inherited = sbt_redirected_from(r, &d)))
+    /* A "SndbufTune none" said here leaves the socket be, redirect or not. */
+    if (!sbt_decide(r, &d) && !d.tune.rule) {
+        inherited = sbt_redirected_from(r, &d);
+    }
+    if (d.tune.policy == SBT_POLICY_NONE
         || (conn = sbt_conn_enter(c)) == NULL) {
         apr_table_addn(r->subprocess_env, SBT_NOTE_POLICY, "none");
         apr_table_addn(r->subprocess_env, SBT_NOTE_REQUESTED, "-");

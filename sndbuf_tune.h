@@ -199,7 +199,8 @@ void *sbt_create_dir_conf(apr_pool_t *p, char *dir);
 void *sbt_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
 void *sbt_create_srv_conf(apr_pool_t *p, server_rec *s);
 void *sbt_merge_srv_conf(apr_pool_t *p, void *basev, void *addv);
-/** The policy for @a r; FALSE when none applies. */
+/** The policy for @a r; FALSE when none applies, and then @a d->tune.rule
+ *  names the line that said none, or is NULL where no line did. */
 int sbt_decide(request_rec *r, sbt_decision_t *d);
 /** The largest size any directive of this configuration asks for. */
 int sbt_config_largest_size(void);

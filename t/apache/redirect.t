@@ -21,8 +21,10 @@
 # 256k <Location> to /gen/big.bin, where nothing applies, is served on
 # the 256k buffer the first request set, so it is noted and logged as
 # that request's policy and rule (not "none"): ErrorDocument 404, a
-# per-directory RewriteRule and Action (mod_actions). There too,
-# SNDBUF_TUNE_RULE in the environment carries no configuration path.
+# per-directory RewriteRule and Action (mod_actions). A RewriteRule to a
+# <Location> that says "SndbufTune none" is none: logged so, and the
+# socket left as the first request set it. There too, SNDBUF_TUNE_RULE in
+# the environment carries no configuration path.
 use strict;
 use warnings;
 use FindBin;
@@ -51,7 +53,7 @@ CONF
 $srv->start or BAIL_OUT('standalone server: ' . $srv->error);
 my $port = $srv->port;
 
-plan tests => 7;
+plan tests => 8;
 
 # The access log (the final request's notes) for the response on $c's
 # connection; as effective, what the kernel still shows (the connection
@@ -124,7 +126,11 @@ Action sbt-action /gen/big.bin virtual
 <Directory "@DOCROOT@/gen/redir/fixed">
     RewriteEngine on
     RewriteRule ^tonone/(.*)$ /gen/$1 [PT]
+    RewriteRule ^tosaidnone/(.*)$ /gen/redir/auto/$1 [PT]
 </Directory>
+<Location /gen/redir/auto/>
+    SndbufTune none
+</Location>
 <Location /gen/redir/fixed/>
     SndbufTune 256k
     ErrorDocument 404 /gen/big.bin
@@ -152,6 +158,15 @@ for my $case (['ErrorDocument 404 to a file no SndbufTune covers',
                           rule => qr{^<Location /gen/redir/fixed/> at \S+:\d+$});
     };
 }
+
+subtest 'RewriteRule to a <Location> that says none' => sub {
+    my $path = '/gen/redir/fixed/tosaidnone/notfound-big.bin';
+    my $c = download_ok(port => $none->port, host => 'localhost',
+                        path => $path, policy => 'none', check => sub {
+        fixed_ok($_[0], $fixed, "$path: the first request's size, left");
+    });
+    logged_ok($none, $c, $path, policy => 'none');
+};
 
 # The environment (what CGI and SSI get, as mod_headers reads it here)
 # names the rule without the configuration file's path; the note (the
