@@ -254,11 +254,13 @@ my @GRACEFULS;
 # way the connection ends, unless the process ends first), and a
 # graceful restart ran while it was in flight. When the child ends before
 # any worker read the request, the kernel closes a socket with unread
-# data by a reset: curl exit 56 with no status and no byte (000 ... 0).
+# data by a reset, with no status and no byte (000 ... 0): curl exit 56
+# where it was reading, 55 (broken pipe) where it was still sending, as
+# an h2c client sending its preface and settings is.
 sub cut_by_httpd_race {
     my ($mpm, $r) = @_;
     return 0 unless $mpm eq 'event'
-        && $r->{why} =~ /^curl exit (?:18:|56: .* 000 \S+ 0 port=)/;
+        && $r->{why} =~ /^curl exit (?:18:|5[56]: .* 000 \S+ 0 port=)/;
     my ($port) = $r->{why} =~ /port=(\d+)/ or return 0;
     return 0 if $LAB->srv->access_entry_for($port, 0);
     return scalar grep { $r->{t0} <= $_->[1] && $r->{t1} >= $_->[0] }
