@@ -94,9 +94,17 @@
 /* Send-buffer-limited for more than 1/8 of an interval means limited. */
 #define SBT_LAW_LIMITED_SHIFT   3
 
-static uint64_t sbt_law_target(uint64_t rate, uint32_t rtt_us)
+/** FACTOR x rate x RTT, saturating where rate x RTT passes 2^64 (a need
+ *  of terabytes, which the limits then clamp).  At most 2^64 / 10^6: the
+ *  small multiples the callers take of it cannot wrap either. */
+static uint64_t sbt_law_target(uint64_t rate, uint64_t rtt_us)
 {
-    return rate * rtt_us / 1000000 * SBT_LAW_FACTOR_NUM / SBT_LAW_FACTOR_DEN;
+    uint64_t bytes = rtt_us && rate > UINT64_MAX / rtt_us
+                     ? UINT64_MAX / 1000000 : rate * rtt_us / 1000000;
+
+    return bytes / SBT_LAW_FACTOR_DEN * SBT_LAW_FACTOR_NUM
+           + bytes % SBT_LAW_FACTOR_DEN * SBT_LAW_FACTOR_NUM
+             / SBT_LAW_FACTOR_DEN;
 }
 
 /** Peak-hold: follow rises at once, fall by half the gap per look; an
@@ -161,9 +169,9 @@ void sbt_law_begin(sbt_law_t *l, const sbt_law_limits_t *lim,
 /** The queue: the smoothed RTT beyond the minimum and its variation. */
 static uint32_t sbt_law_queue_us(const sbt_law_t *l, const sbt_law_sample_t *s)
 {
-    uint32_t base = l->min_rtt_us + s->rttvar_us;
+    uint64_t base = (uint64_t)l->min_rtt_us + s->rttvar_us;
 
-    return s->srtt_us > base ? s->srtt_us - base : 0;
+    return s->srtt_us > base ? (uint32_t)(s->srtt_us - base) : 0;
 }
 
 /** Still ramping up (updates the ramp's state)? */
@@ -243,14 +251,15 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
     uint64_t next;
 
     if (queue_us) {
-        next = (cur + cur * (l->min_rtt_us + s->rttvar_us) / s->srtt_us
+        next = (cur + cur * ((uint64_t)l->min_rtt_us + s->rttvar_us)
+                      / s->srtt_us
                 + sbt_law_step(l, s, queue_us)) / 2;
         if (l->settling && next < sbt_law_target(l->rate, l->min_rtt_us)) {
             next = sbt_law_target(l->rate, l->min_rtt_us);
         }
     }
     else {
-        next = sbt_law_target(l->rate, s->srtt_us + s->rttvar_us
+        next = sbt_law_target(l->rate, (uint64_t)s->srtt_us + s->rttvar_us
                                        + SBT_LAW_REFILL_US);
         if (l->recovering && !s->path_shared) {
             next *= SBT_LAW_LOSS_FACTOR;
@@ -319,7 +328,6 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
         }
         want = lim->wmem_max;
     }
-    out->size = sbt_law_clamp(want, lim, s->mss, out);
     /* A loss-based sender alone needs the queue it fills and room to
      * recover from each cycle's loss: locked only past autotuning's reach
      * (a long fat path), never for its window: autotuning gives 1.5 x it. */
@@ -331,10 +339,12 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
     /* Past autotuning's ceiling only where rate x minimum RTT needs it:
      * on a fast path the smoothed RTT and the refill time would lock
      * more than autotuning gives, which a reader that stalls then pins. */
-    if (lim->tcp_wmem_max && 2 * (uint64_t)out->size > lim->tcp_wmem_max
+    if (lim->tcp_wmem_max && 2 * want > lim->tcp_wmem_max
         && 2 * sbt_law_target(l->rate, l->min_rtt_us) <= lim->tcp_wmem_max) {
-        out->size = (int)(lim->tcp_wmem_max / 2);
+        want = lim->tcp_wmem_max / 2;
     }
+    /* Last: the limits are the administrator's, in either direction. */
+    out->size = sbt_law_clamp(want, lim, s->mss, out);
     return NULL;
 }
 
@@ -410,11 +420,14 @@ static void sbt_law_no_release(const sbt_law_limits_t *lim,
 {
     uint64_t reach = lim->tcp_wmem_max / 2;
 
+    int size;
+
     if (lim->wmem_max && reach > lim->wmem_max) {
         reach = lim->wmem_max;
     }
-    out->act = reach > (uint64_t)s->locked_at ? SBT_LAW_SET : SBT_LAW_KEEP;
-    out->size = out->act == SBT_LAW_SET ? (int)reach : 0;
+    size = sbt_law_clamp(reach, lim, s->mss, out);
+    out->act = size > s->locked_at ? SBT_LAW_SET : SBT_LAW_KEEP;
+    out->size = out->act == SBT_LAW_SET ? size : 0;
     out->why = "autotuning would do better, but this kernel cannot give a "
                "lock back (no SO_BUF_LOCK): as near its reach as allowed";
 }

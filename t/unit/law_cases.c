@@ -410,6 +410,21 @@ static void test_clamps(void)
     sbt_law_look(&l, &lim, &s, &out);
     is_i(out.act, SBT_LAW_SET, "clamp: the administrator's max is a lock");
     is_i(out.size, 100000, "clamp: at SndbufTuneLimits' max");
+
+    /* The clamp is the last step: autotuning's ceiling (tcp_wmem[2] / 2,
+     * where rate x minimum RTT fits in it) never takes a size below the
+     * administrator's minimum.  A lone cubic flow at 1 MB/s, 10 ms. */
+    lim = lab();
+    lim.wmem_max = 16777216;
+    lim.limit_min = 4194304;
+    lim.limit_max = 8388608;
+    begin_locked(&l, &lim, 10, 1000000, 4194304);
+    s = look_at(10, 10, 1000000, 4194304, 0);
+    s.loss_based = 1;
+    s.rttvar_us = 5 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.act != SBT_LAW_SET || out.size >= lim.limit_min,
+       "clamp: never below SndbufTuneLimits' min, whatever came before");
 }
 
 static void test_stock(void)
@@ -513,6 +528,17 @@ static void test_no_release(void)
     is_i(out.act, SBT_LAW_SET, "no SO_BUF_LOCK, cubic: locked where "
          "autotuning would reach");
     is_i(out.size, 2097152, "no SO_BUF_LOCK, cubic: (tcp_wmem[2] / 2)");
+
+    /* Not below SndbufTuneLimits' minimum either, though the kernel will
+     * grant no more than wmem_max. */
+    lim = stock();
+    lim.no_release = 1;
+    lim.limit_min = 1 << 20;
+    lim.limit_max = 4 << 20;
+    begin_locked(&l, &lim, 250, R30M, 100000);
+    s = look_at(250, 250, R30M, 100000, 0);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.size, 1 << 20, "no SO_BUF_LOCK: at the limits' minimum");
 }
 
 static void test_loss_based(void)
@@ -1013,6 +1039,61 @@ static void test_edges(void)
     ok(!out.limited, "edge: 12.5 ms is not");
 }
 
+/* Rate x RTT saturates: at the largest configurable rate (1 Tbit/s) an
+ * RTT of 147.573953 s takes the product just past 2^64, where a wrapped
+ * one would lock a huge need at 44,879 bytes. */
+#define WRAP_US 147573953u
+
+static sbt_law_sample_t wrap_look(int64_t t_us, uint64_t rate, int locked,
+                                  int tb)
+{
+    sbt_law_sample_t s = look_at(0, 0, rate, locked, tb);
+
+    s.now_us = t_us;
+    s.min_rtt_us = WRAP_US;
+    s.srtt_us = WRAP_US - 1000;         /* + REFILL_US 1 ms */
+    return s;
+}
+
+static void test_overflow(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+    const uint64_t r1t = UINT64_C(1000000000000) / 8;
+
+    lim.conf_rate = r1t;
+    s = wrap_look(0, r1t, 65536, -1);
+    sbt_law_begin(&l, &lim, &s, r1t);
+    s = wrap_look(WRAP_US, r1t, 65536, -1);
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_SET, "overflow: 1 Tbit/s x 147.6 s is set");
+    is_i(out.size, lim.limit_max, "overflow: at the max, not wrapped small");
+
+    /* Recovering doubles the target. */
+    s.srtt_us = WRAP_US / 2 - 1000;
+    s.total_retrans = 5;
+    sbt_law_begin(&l, &lim, &s, r1t);
+    s.total_retrans = 6;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.size, lim.limit_max, "overflow: doubled for recovery, the max");
+
+    /* The lift (4 x the target) from a measured rate, on an autotuned
+     * socket at tcp_wmem[2]. */
+    lim = lab();
+    lim.wmem_max = 16777216;
+    lim.limit_max = 16777216;
+    s = wrap_look(0, 0, 0, 16384);
+    s.min_rtt_us = WRAP_US / 2 + 1;
+    sbt_law_begin(&l, &lim, &s, r1t);
+    s = wrap_look(1000, r1t * 2, 0, 4194304);
+    s.min_rtt_us = WRAP_US / 2 + 1;
+    sbt_law_look(&l, &lim, &s, &out);
+    is_i(out.act, SBT_LAW_SET, "overflow: the lift is set");
+    is_i(out.size, lim.limit_max, "overflow: the lift at the max");
+}
+
 int main(void)
 {
     test_estimate();
@@ -1035,6 +1116,7 @@ int main(void)
     test_path();
     test_loopback_cap();
     test_edges();
+    test_overflow();
     printf("1..%d\n", sbt_t_n);
     return sbt_t_failed != 0;
 }
