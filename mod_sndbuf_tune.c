@@ -204,7 +204,7 @@ static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
         return;
     }
     rq->measured = 1;
-    rq->began = apr_time_now();
+    rq->began = sbt_clock_us();
     /* An idle keep-alive connection adds nothing to the figures between
      * two responses, so the previous end is this start; HTTP/2 streams
      * overlap, so they always read. */
@@ -277,7 +277,7 @@ static void sbt_note_figures(request_rec *r, const sbt_req_t *rq,
     const sbt_tcp_info_t *s = &rq->start;
 
     if (e->valid & s->valid & SBT_TI_CHRONO) {
-        apr_time_t elapsed = apr_time_now() - rq->began;
+        apr_int64_t elapsed = sbt_clock_us() - rq->began;
         apr_int64_t limited = (apr_int64_t)(e->sndbuf_limited_us
                                             - s->sndbuf_limited_us);
 

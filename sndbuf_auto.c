@@ -45,7 +45,7 @@ struct sbt_auto_t {
     apr_bucket_brigade *rest;
     int handed_over;            /**< the rest went down whole (event) */
     int said_kept;              /**< said (debug) why it could not */
-    apr_time_t next_look;
+    apr_int64_t next_look;      /**< sbt_clock_us() */
     int loss_based;             /**< cubic, reno: fills queues; read once */
     int stopped;                /**< no more looks: TCP_INFO failed */
     int retunes;
@@ -76,7 +76,7 @@ static void sbt_auto_sample(const sbt_auto_t *a, const sbt_tcp_info_t *ti,
     apr_uint32_t own;
 
     memset(s, 0, sizeof(*s));
-    s->now_us = apr_time_now();
+    s->now_us = sbt_clock_us();
     s->srtt_us = ti->rtt_us;
     s->rttvar_us = ti->rttvar_us;
     s->mss = ti->snd_mss;
@@ -182,7 +182,7 @@ static void sbt_auto_trace_sample(conn_rec *c, const char *what,
 /** One look at the connection, at most once per RTT. */
 static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
 {
-    apr_time_t now = apr_time_now();
+    apr_int64_t now = sbt_clock_us();
     sbt_law_sample_t s;
     sbt_law_out_t out;
     sbt_tcp_info_t ti;

@@ -7,8 +7,10 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <netinet/in.h>
 
 #if defined(__linux__)
@@ -28,6 +30,23 @@ sbt_kernel_t sbt_kernel;
 
 /* SO_BUF_LOCK's send bit, the kernel's SOCK_SNDBUF_LOCK. */
 #define SBT_SNDBUF_LOCK 1
+
+apr_int64_t sbt_clock_us(void)
+{
+#ifdef CLOCK_MONOTONIC
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) == 0) {
+        return (apr_int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    }
+#endif
+    {
+        struct timeval tv;      /* no monotonic clock: the best there is */
+
+        gettimeofday(&tv, NULL);
+        return (apr_int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+    }
+}
 
 static void sbt_read_sysctl_u32s(const char *path, apr_uint32_t *out, int n)
 {

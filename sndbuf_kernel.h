@@ -48,6 +48,11 @@ typedef struct {
 #define SBT_TI_DELIVERY    0x08
 #define SBT_TI_CHRONO      0x10  /**< sndbuf_limited time */
 
+/** Microseconds on a clock nothing steps (CLOCK_MONOTONIC), for every
+ *  interval the module times: the wall clock (apr_time_now) moves with a
+ *  VM resume or `chronyc makestep`, so it is only for what people read. */
+apr_int64_t sbt_clock_us(void);
+
 /** Fill sbt_kernel from /proc and a probe socket; unknowns stay 0. */
 void sbt_kernel_probe(void);
 

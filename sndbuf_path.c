@@ -38,7 +38,7 @@ APLOG_USE_MODULE(sndbuf_tune);
 
 typedef struct {
     const void *conn;           /**< NULL: empty */
-    apr_time_t at;
+    apr_int64_t at;             /**< sbt_clock_us() */
 } sbt_looker_t;
 
 typedef struct {
@@ -46,7 +46,7 @@ typedef struct {
     unsigned char addr[16];
     apr_uint32_t min_rtt_us;
     /** When a connection last measured min_rtt_us or less. */
-    apr_time_t seen;
+    apr_int64_t seen;
     sbt_looker_t looker[SBT_PATH_LOOKERS];
 } sbt_path_t;
 
@@ -58,7 +58,7 @@ static apr_thread_mutex_t *sbt_paths_mutex;
 
 /** Note @a conn's look at @a p (in its own entry, else the oldest); is
  *  the path shared with another of this process's connections? */
-static int sbt_path_shared(sbt_path_t *p, const void *conn, apr_time_t now)
+static int sbt_path_shared(sbt_path_t *p, const void *conn, apr_int64_t now)
 {
     sbt_looker_t *mine = NULL, *oldest = &p->looker[0];
     int i, shared = 0;
@@ -110,7 +110,7 @@ apr_uint32_t sbt_path_look(const apr_sockaddr_t *client, const void *conn,
                            apr_uint32_t own_us, int *shared)
 {
     apr_uint32_t min;
-    apr_time_t now = apr_time_now();
+    apr_int64_t now = sbt_clock_us();
     sbt_path_t *p;
     int stale;
 

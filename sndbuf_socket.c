@@ -270,7 +270,7 @@ void sbt_sock_tally(conn_rec *c, const sbt_sock_did_t *did, sbt_tally_t *t)
         return;
     }
     t->failures++;
-    now = (apr_uint32_t)apr_time_sec(apr_time_now());
+    now = (apr_uint32_t)(sbt_clock_us() / APR_USEC_PER_SEC);
     last = apr_atomic_read32(&sbt_warned_at);
     if ((last == 0 || now - last >= SBT_WARN_INTERVAL)
         && apr_atomic_cas32(&sbt_warned_at, now, last) == last) {

@@ -187,7 +187,7 @@ typedef struct {
     /** The response outgrew the buffer at @c began (it cannot have been
      *  limited by it before): @c start is its baseline. */
     int measured;
-    apr_time_t began;
+    apr_int64_t began;          /**< sbt_clock_us() */
     sbt_tcp_info_t start;
     sbt_tally_t tally;
     sbt_auto_t *au;             /**< auto's controller, or NULL */

@@ -20,6 +20,10 @@ package SndbufTune::Util;
 #   parse_auto($text)       a status page's ?auto (mod_status's or the
 #                           module's): ({Key => value}, [bad lines], first
 #                           line if it names the server, as mod_status's)
+#   preload_library($name)  t/helpers/$name.c built as an LD_PRELOAD
+#                           library (for SBT_HTTPD_PRELOAD) when missing or
+#                           older than its source: its path, or undef with
+#                           the compiler's output in $@
 use strict;
 use warnings;
 
@@ -33,7 +37,7 @@ use Time::HiRes ();
 
 our @EXPORT_OK = qw(top_dir module_path httpd_command modules_dir free_port
                     poll_until capture sha256_file exit_on_signals
-                    parse_auto);
+                    parse_auto preload_library);
 
 # This file is t/lib/SndbufTune/Util.pm.
 sub top_dir {
@@ -99,6 +103,17 @@ sub capture {
     my $out = <$fh> // '';
     close $fh;
     return ($? == -1 ? 127 : $? >> 8, $out);
+}
+
+sub preload_library {
+    my $name = shift;
+    my $src = top_dir() . "/t/helpers/$name.c";
+    my $lib = top_dir() . "/t/helpers/$name.so";
+    return $lib if -f $lib && -M $lib <= -M $src;
+    my ($rc, $out) = capture($ENV{CC} || 'cc', qw(-shared -fPIC -O2 -Wall
+                             -Wextra -o), $lib, $src, '-ldl');
+    $@ = "building $lib: $out";
+    return $rc == 0 ? $lib : undef;
 }
 
 sub sha256_file {
