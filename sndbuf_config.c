@@ -48,9 +48,19 @@ int sbt_config_largest_size(void)
     return sbt_largest_size;
 }
 
-static void sbt_note_size(int size)
+/* The server's own files run directives with RSRC_CONF or ACCESS_CONF in
+ * cmd->override; a .htaccess only with AllowOverride's OR_* classes (in
+ * its <Files> and <If> too), or none for one AllowOverrideList names. */
+static int sbt_in_htaccess(const cmd_parms *cmd)
 {
-    if (size > sbt_largest_size) {
+    return !(cmd->override & (RSRC_CONF | ACCESS_CONF));
+}
+
+/** Note @a size for the startup warning.  Not from a .htaccess: request
+ *  threads read those, after the warning, and must write no global. */
+static void sbt_note_size(const cmd_parms *cmd, int size)
+{
+    if (!sbt_in_htaccess(cmd) && size > sbt_largest_size) {
         sbt_largest_size = size;
     }
 }
@@ -76,16 +86,8 @@ static const char *sbt_parse_setting(cmd_parms *cmd, const char *arg,
     }
     t->policy = (sbt_policy_e)policy;
     t->size = size;
-    sbt_note_size(size);
+    sbt_note_size(cmd, size);
     return NULL;
-}
-
-/* The server's own files run directives with RSRC_CONF or ACCESS_CONF in
- * cmd->override; a .htaccess only with AllowOverride's OR_* classes (in
- * its <Files> and <If> too), or none for one AllowOverrideList names. */
-static int sbt_in_htaccess(const cmd_parms *cmd)
-{
-    return !(cmd->override & (RSRC_CONF | ACCESS_CONF));
 }
 
 /** Where @a cmd's line stands, into @a t: rule_env @a env, or else
@@ -148,12 +150,11 @@ static const char *sbt_cmd_limits(cmd_parms *cmd, void *dconf,
         return sbt_bad(cmd, bad, why);
     }
     /* A .htaccess may narrow the limits, never widen them: its max only
-     * counts below the administrator's (sbt_decide), and it is not
-     * noted for the startup warning, which has passed by then. */
+     * counts below the administrator's (sbt_decide). */
     if (!sbt_in_htaccess(cmd)) {
         conf->limit_cap = conf->limit_max;
-        sbt_note_size(conf->limit_max);
     }
+    sbt_note_size(cmd, conf->limit_max);
     return NULL;
 }
 
