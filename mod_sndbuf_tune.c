@@ -414,7 +414,7 @@ static int sbt_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
         sbt_report_kernel(ptemp, s);
         sbt_report_listeners(s);
-        sbt_config_warn_remoteip(s);
+        sbt_config_warn_remoteip(ptemp, s);
     }
     return OK;
 }

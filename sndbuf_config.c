@@ -8,6 +8,7 @@
 #include "httpd.h"
 #include "http_log.h"
 
+#include "apr_hash.h"
 #include "apr_strings.h"
 
 #include "sndbuf_tune.h"
@@ -401,44 +402,66 @@ static void sbt_remoteip_scan(const ap_directive_t *d,
     }
 }
 
-/** The <VirtualHost> section @a s was defined by, or NULL (the main
- *  server). */
-static const ap_directive_t *sbt_vhost_section(const server_rec *s)
+/** Every top-level <VirtualHost> section by "file:line", where a
+ *  server_rec says it was defined (the first, should two share one):
+ *  one walk of the tree, however many vhosts look themselves up. */
+static apr_hash_t *sbt_vhost_sections(apr_pool_t *p)
 {
+    apr_hash_t *sections = apr_hash_make(p);
     const ap_directive_t *d;
+    const char *key;
 
     for (d = ap_conftree; d; d = d->next) {
-        if (!ap_cstr_casecmp(d->directive, "<VirtualHost")
-            && d->line_num == (int)s->defn_line_number
-            && s->defn_name && !strcmp(d->filename, s->defn_name)) {
-            return d;
+        if (ap_cstr_casecmp(d->directive, "<VirtualHost")) {
+            continue;
+        }
+        key = apr_psprintf(p, "%s:%d", d->filename, d->line_num);
+        if (!apr_hash_get(sections, key, APR_HASH_KEY_STRING)) {
+            apr_hash_set(sections, key, APR_HASH_KEY_STRING, d);
         }
     }
-    return NULL;
+    return sections;
+}
+
+/** The <VirtualHost> section @a s was defined by, or NULL (the main
+ *  server). */
+static const ap_directive_t *sbt_vhost_section(apr_pool_t *p,
+                                               apr_hash_t *sections,
+                                               const server_rec *s)
+{
+    if (!s->defn_name) {
+        return NULL;
+    }
+    return apr_hash_get(sections, apr_psprintf(p, "%s:%u", s->defn_name,
+                                               s->defn_line_number),
+                        APR_HASH_KEY_STRING);
 }
 
 /* With RemoteIPHeader and no proxy listed, mod_remoteip believes the
  * header from every peer, so any client picks its SndbufTuneNetwork rule
  * with one header line.  mod_remoteip's merge: a vhost's header or proxy
  * list, if it has one, else the main server's. */
-void sbt_config_warn_remoteip(server_rec *main_s)
+void sbt_config_warn_remoteip(apr_pool_t *ptemp, server_rec *main_s)
 {
     sbt_remoteip_seen_t top = {NULL, 0};
+    apr_hash_t *sections;
     server_rec *s;
 
     if (!ap_find_linked_module("mod_remoteip.c")) {
         return;
     }
     sbt_remoteip_scan(ap_conftree, &top);
+    sections = sbt_vhost_sections(ptemp);
     for (s = main_s; s; s = s->next) {
         const sbt_srv_conf_t *sc = ap_get_module_config(s->module_config,
                                                         &sndbuf_tune_module);
-        const ap_directive_t *sect = sbt_vhost_section(s);
+        const ap_directive_t *sect;
         sbt_remoteip_seen_t own = {NULL, 0};
 
         if (!sc->rules && !sc->base_rules) {
             continue;
         }
+        sect = sbt_vhost_section(ptemp, sections, s);
         sbt_remoteip_scan(sect ? sect->first_child : NULL, &own);
         if (!own.header) {
             own.header = top.header;

@@ -210,7 +210,7 @@ int sbt_decide(request_rec *r, sbt_decision_t *d);
 /** The largest size any directive of this configuration asks for. */
 int sbt_config_largest_size(void);
 /** Warn where mod_remoteip lets any client choose its network rule. */
-void sbt_config_warn_remoteip(server_rec *main_s);
+void sbt_config_warn_remoteip(apr_pool_t *ptemp, server_rec *main_s);
 void sbt_config_register_hooks(void);
 
 /* sndbuf_rules.c */
