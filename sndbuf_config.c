@@ -98,6 +98,12 @@ static void sbt_rule_name(cmd_parms *cmd, const char *env, sbt_setting_t *t)
 {
     const ap_directive_t *d = cmd->directive, *sect = d->parent;
 
+    /* <Limit> and <LimitExcept> hold only access control to their
+     * methods: a line in one applies to every method, so it is named
+     * after the section around. */
+    while (sect && !ap_cstr_casecmpn(sect->directive, "<Limit", 6)) {
+        sect = sect->parent;
+    }
     t->rule_env = env ? env
                 : sect ? apr_pstrcat(cmd->pool, sect->directive, " ",
                                      sect->args, NULL)
@@ -115,7 +121,9 @@ static const char *sbt_cmd_tune(cmd_parms *cmd, void *dconf, const char *arg)
         return sbt_bad(cmd, arg, why);
     }
     sbt_rule_name(cmd, NULL, &conf->tune);
-    /* cmd->path is set inside <Directory>, <Location> and <Files>. */
+    /* cmd->path is set inside <Directory>, <Location>, <Files>, <Proxy>
+     * and <If> (<ElseIf>, <Else>), which httpd merges after all the
+     * others: each is nearer than a network rule. */
     conf->tune_in_section = cmd->path != NULL;
     conf->tune_in_htaccess = sbt_in_htaccess(cmd);
     return NULL;
