@@ -10,6 +10,11 @@
  * response's figures (TCP_INFO at its start and end).
  */
 
+/* First: APR's ring macros (APR_BRIGADE_*) take offsetof from here, or
+ * else compute it through a null pointer (clang's -Wextra warns, UBSan
+ * reports it). */
+#include <stddef.h>
+
 #include "httpd.h"
 #include "http_core.h"
 #include "http_log.h"
