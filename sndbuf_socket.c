@@ -289,8 +289,13 @@ static const char *sbt_sock_left(const sbt_sock_did_t *did, char *buf,
     if (!did->left) {
         return "as it was";
     }
-    apr_snprintf(buf, len, "%s, SO_SNDBUF %d (read back)", did->left,
-                 did->left_size);
+    if (did->left_size < 0) {
+        apr_snprintf(buf, len, "%s, its size unknown", did->left);
+    }
+    else {
+        apr_snprintf(buf, len, "%s, SO_SNDBUF %d (read back)", did->left,
+                     did->left_size);
+    }
     return buf;
 }
 
