@@ -10,6 +10,11 @@
  * response's figures (TCP_INFO at its start and end).
  */
 
+/* First: APR's ring macros (APR_BRIGADE_*) take offsetof from here, or
+ * else compute it through a null pointer (clang's -Wextra warns, UBSan
+ * reports it). */
+#include <stddef.h>
+
 #include "httpd.h"
 #include "http_core.h"
 #include "http_log.h"
@@ -414,7 +419,7 @@ static int sbt_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
         sbt_report_kernel(ptemp, s);
         sbt_report_listeners(s);
-        sbt_config_warn_remoteip(s);
+        sbt_config_warn_remoteip(ptemp, s);
     }
     return OK;
 }

@@ -12,6 +12,11 @@
  * resume_connection looks then.  On HTTP/2 the shared buffer only grows.
  */
 
+/* First: APR's ring macros (APR_BRIGADE_*) take offsetof from here, or
+ * else compute it through a null pointer (clang's -Wextra warns, UBSan
+ * reports it). */
+#include <stddef.h>
+
 #include "httpd.h"
 #include "http_log.h"
 #if AP_MODULE_MAGIC_AT_LEAST(20120211, 102)

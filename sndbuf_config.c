@@ -8,6 +8,7 @@
 #include "httpd.h"
 #include "http_log.h"
 
+#include "apr_hash.h"
 #include "apr_strings.h"
 
 #include "sndbuf_tune.h"
@@ -48,9 +49,19 @@ int sbt_config_largest_size(void)
     return sbt_largest_size;
 }
 
-static void sbt_note_size(int size)
+/* The server's own files run directives with RSRC_CONF or ACCESS_CONF in
+ * cmd->override; a .htaccess only with AllowOverride's OR_* classes (in
+ * its <Files> and <If> too), or none for one AllowOverrideList names. */
+static int sbt_in_htaccess(const cmd_parms *cmd)
 {
-    if (size > sbt_largest_size) {
+    return !(cmd->override & (RSRC_CONF | ACCESS_CONF));
+}
+
+/** Note @a size for the startup warning.  Not from a .htaccess: request
+ *  threads read those, after the warning, and must write no global. */
+static void sbt_note_size(const cmd_parms *cmd, int size)
+{
+    if (!sbt_in_htaccess(cmd) && size > sbt_largest_size) {
         sbt_largest_size = size;
     }
 }
@@ -76,16 +87,8 @@ static const char *sbt_parse_setting(cmd_parms *cmd, const char *arg,
     }
     t->policy = (sbt_policy_e)policy;
     t->size = size;
-    sbt_note_size(size);
+    sbt_note_size(cmd, size);
     return NULL;
-}
-
-/* The server's own files run directives with RSRC_CONF or ACCESS_CONF in
- * cmd->override; a .htaccess only with AllowOverride's OR_* classes (in
- * its <Files> and <If> too), or none for one AllowOverrideList names. */
-static int sbt_in_htaccess(const cmd_parms *cmd)
-{
-    return !(cmd->override & (RSRC_CONF | ACCESS_CONF));
 }
 
 /** Where @a cmd's line stands, into @a t: rule_env @a env, or else
@@ -95,6 +98,12 @@ static void sbt_rule_name(cmd_parms *cmd, const char *env, sbt_setting_t *t)
 {
     const ap_directive_t *d = cmd->directive, *sect = d->parent;
 
+    /* <Limit> and <LimitExcept> hold only access control to their
+     * methods: a line in one applies to every method, so it is named
+     * after the section around. */
+    while (sect && !ap_cstr_casecmpn(sect->directive, "<Limit", 6)) {
+        sect = sect->parent;
+    }
     t->rule_env = env ? env
                 : sect ? apr_pstrcat(cmd->pool, sect->directive, " ",
                                      sect->args, NULL)
@@ -112,7 +121,9 @@ static const char *sbt_cmd_tune(cmd_parms *cmd, void *dconf, const char *arg)
         return sbt_bad(cmd, arg, why);
     }
     sbt_rule_name(cmd, NULL, &conf->tune);
-    /* cmd->path is set inside <Directory>, <Location> and <Files>. */
+    /* cmd->path is set inside <Directory>, <Location>, <Files>, <Proxy>
+     * and <If> (<ElseIf>, <Else>), which httpd merges after all the
+     * others: each is nearer than a network rule. */
     conf->tune_in_section = cmd->path != NULL;
     conf->tune_in_htaccess = sbt_in_htaccess(cmd);
     return NULL;
@@ -148,12 +159,11 @@ static const char *sbt_cmd_limits(cmd_parms *cmd, void *dconf,
         return sbt_bad(cmd, bad, why);
     }
     /* A .htaccess may narrow the limits, never widen them: its max only
-     * counts below the administrator's (sbt_decide), and it is not
-     * noted for the startup warning, which has passed by then. */
+     * counts below the administrator's (sbt_decide). */
     if (!sbt_in_htaccess(cmd)) {
         conf->limit_cap = conf->limit_max;
-        sbt_note_size(conf->limit_max);
     }
+    sbt_note_size(cmd, conf->limit_max);
     return NULL;
 }
 
@@ -400,44 +410,66 @@ static void sbt_remoteip_scan(const ap_directive_t *d,
     }
 }
 
-/** The <VirtualHost> section @a s was defined by, or NULL (the main
- *  server). */
-static const ap_directive_t *sbt_vhost_section(const server_rec *s)
+/** Every top-level <VirtualHost> section by "file:line", where a
+ *  server_rec says it was defined (the first, should two share one):
+ *  one walk of the tree, however many vhosts look themselves up. */
+static apr_hash_t *sbt_vhost_sections(apr_pool_t *p)
 {
+    apr_hash_t *sections = apr_hash_make(p);
     const ap_directive_t *d;
+    const char *key;
 
     for (d = ap_conftree; d; d = d->next) {
-        if (!ap_cstr_casecmp(d->directive, "<VirtualHost")
-            && d->line_num == (int)s->defn_line_number
-            && s->defn_name && !strcmp(d->filename, s->defn_name)) {
-            return d;
+        if (ap_cstr_casecmp(d->directive, "<VirtualHost")) {
+            continue;
+        }
+        key = apr_psprintf(p, "%s:%d", d->filename, d->line_num);
+        if (!apr_hash_get(sections, key, APR_HASH_KEY_STRING)) {
+            apr_hash_set(sections, key, APR_HASH_KEY_STRING, d);
         }
     }
-    return NULL;
+    return sections;
+}
+
+/** The <VirtualHost> section @a s was defined by, or NULL (the main
+ *  server). */
+static const ap_directive_t *sbt_vhost_section(apr_pool_t *p,
+                                               apr_hash_t *sections,
+                                               const server_rec *s)
+{
+    if (!s->defn_name) {
+        return NULL;
+    }
+    return apr_hash_get(sections, apr_psprintf(p, "%s:%u", s->defn_name,
+                                               s->defn_line_number),
+                        APR_HASH_KEY_STRING);
 }
 
 /* With RemoteIPHeader and no proxy listed, mod_remoteip believes the
  * header from every peer, so any client picks its SndbufTuneNetwork rule
  * with one header line.  mod_remoteip's merge: a vhost's header or proxy
  * list, if it has one, else the main server's. */
-void sbt_config_warn_remoteip(server_rec *main_s)
+void sbt_config_warn_remoteip(apr_pool_t *ptemp, server_rec *main_s)
 {
     sbt_remoteip_seen_t top = {NULL, 0};
+    apr_hash_t *sections;
     server_rec *s;
 
     if (!ap_find_linked_module("mod_remoteip.c")) {
         return;
     }
     sbt_remoteip_scan(ap_conftree, &top);
+    sections = sbt_vhost_sections(ptemp);
     for (s = main_s; s; s = s->next) {
         const sbt_srv_conf_t *sc = ap_get_module_config(s->module_config,
                                                         &sndbuf_tune_module);
-        const ap_directive_t *sect = sbt_vhost_section(s);
+        const ap_directive_t *sect;
         sbt_remoteip_seen_t own = {NULL, 0};
 
         if (!sc->rules && !sc->base_rules) {
             continue;
         }
+        sect = sbt_vhost_section(ptemp, sections, s);
         sbt_remoteip_scan(sect ? sect->first_child : NULL, &own);
         if (!own.header) {
             own.header = top.header;

@@ -243,8 +243,10 @@ int sbt_sock_release_sndbuf(int fd, int initial, int restore_to)
     locks &= ~SBT_SNDBUF_LOCK;
     rv = setsockopt(fd, SOL_SOCKET, SO_BUF_LOCK, &locks, sizeof(locks))
          ? errno : 0;
-    if (rv && restore_to > 0) {
-        sbt_sock_set_sndbuf(fd, restore_to);
+    /* A lock that stays is better at its old size than at the shrunk one;
+     * whether this takes, the caller reads back. */
+    if (rv && initial > 0 && restore_to > 0) {
+        (void)sbt_sock_set_sndbuf(fd, restore_to);
     }
     return rv;
 #else

@@ -81,7 +81,9 @@ int sbt_sock_set_pacing(int fd);
 int sbt_sock_sndbuf_locked(int fd, int *locked);
 /** Give the buffer back to autotuning: shrink it to @a initial (autotuning
  *  only grows a buffer), then clear the SO_BUF_LOCK send bit, keeping any
- *  receive lock.  On failure put back @a restore_to (0 = unknown). */
+ *  receive lock.  If the clear fails after the shrink, try to put back
+ *  @a restore_to (0 = unknown); on any failure the socket may be left
+ *  shrunk and locked: read it back. */
 int sbt_sock_release_sndbuf(int fd, int initial, int restore_to);
 /** TCP_CONGESTION into @a name, NUL-terminated within @a len bytes. */
 int sbt_sock_congestion(int fd, char *name, int len);

@@ -4,7 +4,8 @@
  * sndbuf_socket.c: what the module does to a connection's socket, and
  * what it remembers of it (sbt_sock_t), so that a keep-alive request
  * wanting the same again costs no system call.  A failing socket call
- * never fails the request: the socket is left as it was.
+ * never fails the request: the socket is left as it was, or, where a
+ * release fails half-way, as the kernel says it is.
  */
 
 #include "httpd.h"
@@ -12,6 +13,7 @@
 
 #include "apr_atomic.h"
 #include "apr_portable.h"
+#include "apr_strings.h"
 
 #include <string.h>
 
@@ -157,6 +159,24 @@ void sbt_sock_fix(sbt_sock_t *s, int size, int shared, sbt_sock_did_t *did)
     }
 }
 
+/** A release that failed half-way leaves the buffer shrunk and still
+ *  locked, neither as it was nor released: forget what we knew and read
+ *  the socket back, so that the notes and the next request go by the
+ *  kernel's state, and @a did says what that is. */
+static void sbt_sock_reread(sbt_sock_t *s, sbt_sock_did_t *did)
+{
+    sbt_sock_did_t again = {0};
+
+    s->state = SBT_SOCK_UNKNOWN;
+    s->requested = 0;
+    s->effective = -1;
+    sbt_sock_resolve(s, &again);
+    did->left = s->state == SBT_SOCK_LOCKED ? "locked"
+              : s->state == SBT_SOCK_AUTOTUNED ? "not locked"
+              : "with its lock unknown";
+    did->left_size = s->effective;
+}
+
 /** Clear the lock, shrinking the buffer to @a initial first (0: as it
  *  is); @a done says so. */
 static void sbt_sock_release(sbt_sock_t *s, int initial, const char *done,
@@ -173,6 +193,7 @@ static void sbt_sock_release(sbt_sock_t *s, int initial, const char *done,
     if (rv) {
         sbt_failed(did, "clearing the SO_SNDBUF lock (SO_BUF_LOCK)", rv,
                    "unlock failed");
+        sbt_sock_reread(s, did);
         return;
     }
     s->state = SBT_SOCK_AUTOTUNED;
@@ -261,15 +282,35 @@ int sbt_sock_loss_based(const sbt_sock_t *s)
            || strncmp(name, "bbr", 3) != 0;
 }
 
+/** How a failed call left the socket, for the log. */
+static const char *sbt_sock_left(const sbt_sock_did_t *did, char *buf,
+                                 apr_size_t len)
+{
+    if (!did->left) {
+        return "as it was";
+    }
+    if (did->left_size < 0) {
+        apr_snprintf(buf, len, "%s, its size unknown", did->left);
+    }
+    else {
+        apr_snprintf(buf, len, "%s, SO_SNDBUF %d (read back)", did->left,
+                     did->left_size);
+    }
+    return buf;
+}
+
 void sbt_sock_tally(conn_rec *c, const sbt_sock_did_t *did, sbt_tally_t *t)
 {
     apr_uint32_t now, last;
+    char buf[64];
+    const char *left;
 
     t->clamped |= did->clamped;
     if (!did->call) {
         return;
     }
     t->failures++;
+    left = sbt_sock_left(did, buf, sizeof(buf));
     now = (apr_uint32_t)(sbt_clock_us() / APR_USEC_PER_SEC);
     last = apr_atomic_read32(&sbt_warned_at);
     if ((last == 0 || now - last >= SBT_WARN_INTERVAL)
@@ -277,12 +318,12 @@ void sbt_sock_tally(conn_rec *c, const sbt_sock_did_t *did, sbt_tally_t *t)
         apr_uint32_t hushed = apr_atomic_xchg32(&sbt_failures_hushed, 0);
 
         ap_log_cerror(APLOG_MARK, APLOG_WARNING, APR_FROM_OS_ERROR(did->err),
-                      c, "%s failed, socket left as it was (%u more such "
+                      c, "%s failed, socket left %s (%u more such "
                       "failures logged only at debug level since the last "
-                      "warning)", did->call, hushed);
+                      "warning)", did->call, left, hushed);
         return;
     }
     apr_atomic_inc32(&sbt_failures_hushed);
     ap_log_cerror(APLOG_MARK, APLOG_DEBUG, APR_FROM_OS_ERROR(did->err), c,
-                  "%s failed, socket left as it was", did->call);
+                  "%s failed, socket left %s", did->call, left);
 }

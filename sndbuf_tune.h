@@ -82,6 +82,11 @@ typedef struct {
     const char *done;           /**< for the debug log */
     const char *call;           /**< the socket call that failed, or NULL */
     int err;                    /**< its errno */
+    /** NULL: the failure left the socket as it was; else it may not have,
+     *  and the socket was read back: "locked" or "not locked", with
+     *  SO_SNDBUF @c left_size (-1 unknown). */
+    const char *left;
+    int left_size;
     int clamped;                /**< net.core.wmem_max capped the size */
     int paced;                  /**< the kernel's pacing was turned on */
 } sbt_sock_did_t;
@@ -205,7 +210,7 @@ int sbt_decide(request_rec *r, sbt_decision_t *d);
 /** The largest size any directive of this configuration asks for. */
 int sbt_config_largest_size(void);
 /** Warn where mod_remoteip lets any client choose its network rule. */
-void sbt_config_warn_remoteip(server_rec *main_s);
+void sbt_config_warn_remoteip(apr_pool_t *ptemp, server_rec *main_s);
 void sbt_config_register_hooks(void);
 
 /* sndbuf_rules.c */

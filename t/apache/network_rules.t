@@ -11,6 +11,12 @@
 #                                           tie.test's does: 1m
 #   shorter.test  126.0.0.0/7 1m         -> the main server's longer /8
 #                                           beats the vhost's /7: 256k
+#   if.test       SndbufTune 1m in <If "true"> -> beats the rules, as a
+#                                           <Location> does: 1m
+#   limit.test    SndbufTune 1m in <LimitExcept POST> in <Location
+#                 /gen/loc1m/>           -> 1m, the rule named after the
+#                                           <Location> (<LimitExcept>
+#                                           limits only access control)
 # And behind mod_remoteip: with RemoteIPHeader and no RemoteIP*Proxy, it
 # believes the header from any peer, so a client with
 # "X-Forwarded-For: 203.0.113.7" gets the rule for 203.0.113.0/24 (the
@@ -23,7 +29,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use Apache::Test qw(-withtestmore);
-use SndbufTune::Setup qw(standalone);
+use SndbufTune::Setup qw(BIG_PATH standalone);
 use SndbufTune::Checks;
 use SndbufTune::StallClient ();
 
@@ -54,6 +60,20 @@ SndbufTuneNetwork 127.0.0.0/8 256k
     ServerName shorter.test
     SndbufTuneNetwork 126.0.0.0/7 1m
 </VirtualHost>
+<VirtualHost *:@PORT@>
+    ServerName if.test
+    <If "true">
+        SndbufTune 1m
+    </If>
+</VirtualHost>
+<VirtualHost *:@PORT@>
+    ServerName limit.test
+    <Location /gen/loc1m/>
+        <LimitExcept POST>
+            SndbufTune 1m
+        </LimitExcept>
+    </Location>
+</VirtualHost>
 CONF
 $srv->start or BAIL_OUT('standalone server: ' . $srv->error);
 my $port = $srv->port;
@@ -65,7 +85,13 @@ my $first_vhost_line = do {
     $n + 1;
 };
 
-plan tests => @cases + 6;
+# host, path, expected size, the section that must decide
+my @sections = (
+    ['if.test',    BIG_PATH,             $m1, '<If "true">'],
+    ['limit.test', '/gen/loc1m/big.bin', $m1, '<Location /gen/loc1m/>'],
+);
+
+plan tests => @cases + @sections + 6;
 
 for my $case (@cases) {
     my ($host, $bytes, $net) = @$case;
@@ -80,6 +106,16 @@ for my $case (@cases) {
         ok(defined $line && ($main ? $line < $first_vhost_line
                                    : $line > $first_vhost_line),
            "$host: the " . ($main ? "main server's" : "vhost's") . ' line');
+    };
+}
+
+for my $case (@sections) {
+    my ($host, $path, $bytes, $sect) = @$case;
+    subtest "$host$path: SndbufTune in $sect decides, fixed $bytes" => sub {
+        my $c = download_ok(port => $port, host => $host, path => $path,
+                            policy => 'fixed', bytes => $bytes);
+        logged_ok($srv, $c, $host, vhost => $host,
+                  rule => qr{^\Q$sect\E at \S+:\d+$});
     };
 }
 

@@ -1,8 +1,10 @@
 # HTTP/2 under load, for the sanitizer runs (t/sanitized asan|tsan; it
 # passes on the ordinary build too). h2load opens CLIENTS connections with
 # STREAMS concurrent streams each, over h2c and then over TLS, to a mix of
-# fixed, unset and auto locations and of the vhosts' own default (none on
-# the plain port, 64k on TLS), files of 1 kB to 8 MB. Meanwhile curl
+# fixed, unset and auto locations, of a directory whose .htaccess says
+# SndbufTune 1m (parsed in each request's thread, where the module must
+# write nothing shared) and of the vhosts' own default (none on the plain
+# port, 64k on TLS), files of 1 kB to 8 MB. Meanwhile curl
 # downloads every file from every location over the same transport and
 # checks its SHA-256. Then:
 #   - h2load: every request done and 2xx, none failed, errored or timed
@@ -21,6 +23,14 @@
 # The streams of a connection share its primary's per-connection state:
 # under ThreadSanitizer this is where an access outside the module's
 # mutex shows up.
+# Before all that, .htaccess: four connections each ask for a file of the
+# directory whose .htaccess says SndbufTune 1m and hold the request's
+# body back, so that httpd parses the .htaccess (the socket's lock in ss
+# shows it) and waits in the handler: the thread whose parse was the
+# first of its child synchronises with no other from then on. Then 50 new
+# connections ask for the file over HTTP/1.1: under ThreadSanitizer,
+# anything shared that a parse writes is a data race in each child that
+# holds such a request. Each request: 200 and the whole file.
 #
 # Environment: SBT_STRESS_CLIENTS (default 50), SBT_STRESS_STREAMS
 # (default 100; each connection makes that many requests, all in flight
@@ -36,6 +46,7 @@ use File::Temp ();
 use List::Util qw(shuffle sum);
 use POSIX ();
 use Test::More;
+use SndbufTune::Kernel qw(expected_fixed_tb ss_view);
 use SndbufTune::Reliability ();
 use SndbufTune::StallClient ();
 use SndbufTune::Util qw(capture poll_until);
@@ -53,22 +64,54 @@ ok($have_h2load, 'h2load is on the PATH') or BAIL_OUT('no h2load under CI');
 my %SIZE = ('1k' => 1000, '16k' => 16 * 1024, '256k' => 256 * 1024 + 3,
             '1m' => 1 << 20, '8m' => 8 << 20);
 
+my $lab = SndbufTune::Reliability->new(
+    name => 'h2stress', sizes => \%SIZE, threads => 25, processes => 2,
+    htaccess => 1,
+    # every stream of a connection may be in flight at once
+    conf => "H2MaxSessionStreams $STREAMS\n");
+my @WHERE = $lab->where;
+
 # Each connection's URIs: for each location, 8m once, 1m twice, 256k 4
 # times, 16k 8 times and 1k 10 times (25 URIs), shuffled the same way each
-# run; repeated up to STREAMS. About 45 MB per connection.
+# run; repeated or cut to STREAMS. About 45 MB per connection.
 my %COUNT = ('8m' => 1, '1m' => 2, '256k' => 4, '16k' => 8, '1k' => 10);
 srand 8;
 my @MIX = shuffle map { my $w = $_; map { [$w, $_] } map { ($_) x $COUNT{$_} }
-                        sort keys %COUNT } @SndbufTune::Reliability::WHERE;
-
-my $lab = SndbufTune::Reliability->new(
-    name => 'h2stress', sizes => \%SIZE, threads => 25, processes => 2,
-    # every stream of a connection may be in flight at once
-    conf => "H2MaxSessionStreams $STREAMS\n");
+                        sort keys %COUNT } @WHERE;
 ok($lab->start, 'server starts (event MPM, h2c and TLS h2)')
     or BAIL_OUT($lab->srv->error);
 
 my $tmp = File::Temp->newdir('sbt-h2stress-XXXXXX', TMPDIR => 1);
+
+subtest '.htaccess: parsed beside requests that wait for their body' => sub {
+    my ($held, $burst, $path) = (4, 50, '/htaccess/16k.bin');
+    my $tb = expected_fixed_tb(1 << 20);
+    my @held = map { SndbufTune::StallClient->new(port => $lab->srv->port) }
+        1 .. $held;
+    $_->send_request(path => $path, host => 'localhost', held => 'x')
+        for @held;
+    for my $c (@held) {
+        my ($v) = poll_until(30, sub {
+            my $v = ss_view($lab->srv->port, $c->local_port);
+            $v && $v->{tb} == $tb ? $v : undef;
+        }, 0.05);
+        ok($v, 'held request from port ' . $c->local_port . ': .htaccess '
+           . "parsed, its socket locked at tb $tb");
+    }
+    my ($rc, $out) = capture('h2load', '--h1', '-c', $burst, '-n', $burst,
+                             $lab->srv->url($path));
+    my $n = h2load_numbers($out);
+    is_deeply([@$n{qw(done succeeded s2xx)}], [$burst, $burst, $burst],
+              "a burst of $burst connections over HTTP/1.1: each 200")
+        or diag($out);
+    for my $c (@held) {
+        my $status = $c->release_body;
+        my ($len, $sha) = $c->finish_body;
+        is("$status $len $sha", "200 $SIZE{'16k'} " . $lab->sha('16k'),
+           'held request from port ' . $c->local_port . ': 200 and the '
+           . 'whole file once its body is sent');
+    }
+};
 
 # h2load in the background; its output goes to a file.
 sub h2load_bg {
@@ -111,7 +154,7 @@ for my $proto (qw(h2c h2tls)) {
 
         # every file from every location, whole, while h2load runs
         my @bad;
-        for my $where (@SndbufTune::Reliability::WHERE) {
+        for my $where (@WHERE) {
             for my $name (sort keys %SIZE) {
                 my ($ok, $why) = $lab->download($proto, $where, $name);
                 push @bad, "/$where/$name.bin: $why" unless $ok;
@@ -134,7 +177,7 @@ for my $proto (qw(h2c h2tls)) {
             or diag($out);
 
         # the access log: every request, with its location's policy
-        my $want = $N + 4 * keys %SIZE;
+        my $want = $N + @WHERE * keys %SIZE;
         my ($entries) = poll_until(30, sub {
             my @e = $lab->srv->access_entries(from => $log_from);
             return @e >= $want ? \@e : undef;
@@ -161,7 +204,6 @@ for my $proto (qw(h2c h2tls)) {
 
 # h2c Upgrade: stream 1 is the HTTP/1.1 request the connection upgraded
 # with; httpd logs it (101) in the primary connection's own thread.
-my @WHERE = @SndbufTune::Reliability::WHERE;
 my @PARALLEL = map { my $w = $_; map { "/$w/$_.bin" } qw(8m 1m 256k) } @WHERE;
 subtest "h2c Upgrade: $UPGRADES connections x " . (1 + @PARALLEL) . " streams"
     => sub {

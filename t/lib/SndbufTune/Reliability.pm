@@ -6,9 +6,10 @@ package SndbufTune::Reliability;
 #
 #   my $lab = SndbufTune::Reliability->new(mpm => 'event',
 #       sizes => { '1m' => 1 << 20, ... }, conf => 'more lines',
-#       %server_options);
+#       htaccess => 1, %server_options);
 #   $lab->start or die $lab->srv->error;
 #   $lab->protos                       h1 h2c h2tls; under prefork h1 h1tls
+#   $lab->where                        the locations: @WHERE (and htaccess)
 #   $lab->url($proto, $where, $name)   $where: files, fixed, unset, auto
 #   my ($ok, $why) = $lab->download($proto, $where, $name, %curl);
 #   my $counters = $lab->status;       # ?auto as { Key => value }
@@ -17,7 +18,10 @@ package SndbufTune::Reliability;
 #
 # The layout: the plain port speaks HTTP/1.1 and h2c (prior knowledge),
 # and its default vhost has no SndbufTune; the TLS port (h2, http/1.1) is
-# a vhost whose own default is SndbufTune 64k. Under prefork, mod_http2
+# a vhost whose own default is SndbufTune 64k. With htaccess => 1,
+# /htaccess/ is a fifth location, whose .htaccess says SndbufTune 1m
+# (AllowOverrideList names it), larger than any size the server's own
+# files give: each request's thread parses it. Under prefork, mod_http2
 # declares HTTP/2 inactive (AH10034) and, told H2Direct anyway, its
 # children crash with slow h2c downloads (SIGSEGV, without this module
 # too): there both ports speak HTTP/1.1 only. On both, /fixed/ is 256k,
@@ -39,10 +43,16 @@ our @WHERE = qw(files fixed unset auto);
 # no SndbufTune applies).
 our %POLICY = (
     plain => { files => 'none', fixed => 'fixed', unset => 'unset',
-               auto => 'auto' },
+               auto => 'auto', htaccess => 'fixed' },
     tls   => { files => 'fixed', fixed => 'fixed', unset => 'unset',
-               auto => 'auto' },
+               auto => 'auto', htaccess => 'fixed' },
 );
+
+my $HTACCESS = <<'EOF';
+<Directory "@DOCROOT@/htaccess">
+    AllowOverrideList SndbufTune
+</Directory>
+EOF
 
 my $H2 = "Protocols h2c http/1.1\nH2Direct on\n";
 my $BODY = <<'EOF';
@@ -73,11 +83,13 @@ sub new {
     my ($class, %a) = @_;
     my $sizes = delete $a{sizes} or die 'sizes required';
     my $conf = delete $a{conf} // '';
+    my $htaccess = delete $a{htaccess};
     my $h2 = ($a{mpm} // 'event') ne 'prefork';
     my $tls_port = free_port();
     my $srv = SndbufTune::Server->new(
         name => 'reliab', modules => [qw(ssl http2)],
-        body => ($h2 ? $H2 : '') . $BODY . $conf,
+        body => ($h2 ? $H2 : '') . $BODY . ($htaccess ? $HTACCESS : '')
+                . $conf,
         # the MPM's debug lines: each child's start, stop and generation,
         # for a download cut short (Restarts.pm's served_by)
         log_level => 'info mpm_' . ($a{mpm} // 'event') . ':debug',
@@ -88,14 +100,17 @@ sub new {
                     %{ $a{tokens} || {} } });
     my $self = bless { srv => $srv, tls_port => $tls_port, sizes => $sizes,
                        sha => {}, protos => $h2 ? [qw(h1 h2c h2tls)]
-                                                : [qw(h1 h1tls)] }, $class;
+                                                : [qw(h1 h1tls)],
+                       where => [@WHERE, $htaccess ? 'htaccess' : ()] },
+                     $class;
     $self->_make_cert;
     for my $name (sort keys %$sizes) {
         $self->{sha}{$name} = $srv->add_random_file("/files/$name.bin",
                                                     $sizes->{$name});
         $srv->add_link("/$_/$name.bin", "/files/$name.bin")
-            for grep { $_ ne 'files' } @WHERE;
+            for grep { $_ ne 'files' } $self->where;
     }
+    $srv->add_file('/htaccess/.htaccess', "SndbufTune 1m\n") if $htaccess;
     return $self;
 }
 
@@ -104,6 +119,7 @@ sub tls_port { $_[0]{tls_port} }
 sub sizes { $_[0]{sizes} }
 sub sha { $_[0]{sha}{$_[1]} }
 sub protos { @{ $_[0]{protos} } }
+sub where { @{ $_[0]{where} } }
 sub start { $_[0]{srv}->start }
 
 # A self-signed certificate for 127.0.0.1 (clients do not verify it).

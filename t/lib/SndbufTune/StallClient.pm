@@ -128,20 +128,38 @@ sub request {
 
 # Send a request (method GET, version 1.1, headers [lines]); read the
 # status line and headers. The body is then read by read_body (with a
-# Content-Length only) or finish_body.
+# Content-Length only) or finish_body. With held => BODY, the request says
+# Content-Length: length(BODY) and the body is held back: httpd reads the
+# request and waits in the handler, which reads the body first; this
+# returns at once (undef) and release_body sends it and reads the head.
 sub send_request {
     my ($self, %o) = @_;
     my $method = $o{method} // 'GET';
-    my $req = "$method $o{path} HTTP/" . ($o{version} // '1.1') . "\r\n"
-        . "Host: $o{host}\r\n"
-        . join('', map { "$_\r\n" } @{ $o{headers} || [] }) . "\r\n";
-    my $sock = $self->{sock} or die "write error: not connected";
-    my $off = 0;
-    while ($off < length $req) {
-        my $n = syswrite($sock, $req, length($req) - $off, $off);
-        die "write error: $!" unless defined $n;
-        $off += $n;
+    my @headers = @{ $o{headers} || [] };
+    push @headers, 'Content-Length: ' . length $o{held} if defined $o{held};
+    $self->_write_all("$method $o{path} HTTP/" . ($o{version} // '1.1')
+                      . "\r\nHost: $o{host}\r\n"
+                      . join('', map { "$_\r\n" } @headers) . "\r\n");
+    if (defined $o{held}) {
+        $self->{held} = \%o;
+        return undef;
     }
+    return $self->_read_head(%o);
+}
+
+# The body send_request(held => BODY) held back: sent; the status returned.
+sub release_body {
+    my $self = shift;
+    my $o = delete $self->{held} or die 'release_body: no body held back';
+    $self->_write_all($o->{held});
+    return $self->_read_head(%$o);
+}
+
+# The status line and headers of the response to the request sent (%o as
+# send_request's).
+sub _read_head {
+    my ($self, %o) = @_;
+    my $method = $o{method} // 'GET';
     # read headers
     while ($self->{rbuf} !~ /\r\n\r\n/) {
         $self->{rbuf} .= $self->_read_some(16384);
