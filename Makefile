@@ -6,7 +6,7 @@
 #   make unit       the control law on its own (no network, no server)
 #   make demo       install what is missing, build, start a demo server
 #   make bench      WAN lab benchmarks; writes docs/benchmarks.md
-#   make sanitize   ASan+UBSan and ThreadSanitizer builds (docs/sanitizers.md)
+#   make sanitize   ASan+UBSan and ThreadSanitizer builds (t/README.md)
 
 APXS      ?= apxs
 LIBEXECDIR = $(shell $(APXS) -q LIBEXECDIR 2>/dev/null)
@@ -80,7 +80,7 @@ clean: unit-clean
 .PHONY: unit unit-clean
 
 # ---------------------------------------------------------------------------
-# Parsers (sndbuf_parse.c): a unit check and a fuzzer (docs/fuzzing.md).
+# Parsers (sndbuf_parse.c): a unit check and a fuzzer (fuzz/README.md).
 #
 #   make parse-check    the exact reason and value for a table of inputs (gcc)
 #   make fuzz           libFuzzer + ASan + UBSan for FUZZ_SECONDS (default 60;
@@ -144,7 +144,7 @@ clean: fuzz-clean
 .PHONY: parse-check fuzz fuzz-clean
 
 # ---------------------------------------------------------------------------
-# Sanitizer builds of the module, for t/sanitized (docs/sanitizers.md). Each
+# Sanitizer builds of the module, for t/sanitized (t/README.md). Each
 # is built by apxs in its own directory (links to the sources), so the
 # ordinary build (.libs/) is untouched.
 #
