@@ -4,7 +4,8 @@
 #   make install    install into Apache's module directory (DESTDIR honoured)
 #   make test       install what is missing, build, run every test suite
 #   make unit       the control law on its own (no network, no server)
-#   make demo       install what is missing, build, start a demo server
+#   make demo       install what the demo needs, build, show a slow download
+#                   and its fix on an emulated path, start a demo server
 #   make bench      WAN lab benchmarks; writes docs/benchmarks.md
 #   make sanitize   ASan+UBSan and ThreadSanitizer builds (t/README.md)
 
@@ -36,7 +37,8 @@ test: deps
 	    all $(TEST_FIRST)
 	t/all
 
-demo: deps
+demo:
+	scripts/ensure-deps --demo
 	$(MAKE) all
 	scripts/demo start
 
