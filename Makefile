@@ -4,9 +4,10 @@
 #   make install    install into Apache's module directory (DESTDIR honoured)
 #   make test       install what is missing, build, run every test suite
 #   make unit       the control law on its own (no network, no server)
-#   make demo       install what is missing, build, start a demo server
+#   make demo       install what the demo needs, build, show a slow download
+#                   and its fix on an emulated path, start a demo server
 #   make bench      WAN lab benchmarks; writes docs/benchmarks.md
-#   make sanitize   ASan+UBSan and ThreadSanitizer builds (docs/sanitizers.md)
+#   make sanitize   ASan+UBSan and ThreadSanitizer builds (t/README.md)
 
 APXS      ?= apxs
 LIBEXECDIR = $(shell $(APXS) -q LIBEXECDIR 2>/dev/null)
@@ -36,7 +37,8 @@ test: deps
 	    all $(TEST_FIRST)
 	t/all
 
-demo: deps
+demo:
+	scripts/ensure-deps --demo
 	$(MAKE) all
 	scripts/demo start
 
@@ -90,7 +92,7 @@ clean: unit-clean
 .PHONY: unit unit-clean
 
 # ---------------------------------------------------------------------------
-# Parsers (sndbuf_parse.c): a unit check and a fuzzer (docs/fuzzing.md).
+# Parsers (sndbuf_parse.c): a unit check and a fuzzer (fuzz/README.md).
 #
 #   make parse-check    the exact reason and value for a table of inputs (gcc)
 #   make fuzz           libFuzzer + ASan + UBSan for FUZZ_SECONDS (default 60;
@@ -154,7 +156,7 @@ clean: fuzz-clean
 .PHONY: parse-check fuzz fuzz-clean
 
 # ---------------------------------------------------------------------------
-# Sanitizer builds of the module, for t/sanitized (docs/sanitizers.md). Each
+# Sanitizer builds of the module, for t/sanitized (t/README.md). Each
 # is built by apxs in its own directory (links to the sources), so the
 # ordinary build (.libs/) is untouched.
 #

@@ -6,7 +6,8 @@
  *
  * Pure (no httpd, APR or system call), so that t/unit/law_cases.c can
  * replay any sequence of looks exactly.  sndbuf_auto.c reads the samples
- * and applies the result; docs/auto.md explains the law and its constants.
+ * and applies the result; docs/auto.md explains the law, and
+ * docs/design/auto-law.md the reasons for its constants.
  */
 
 #ifndef SNDBUF_LAW_H

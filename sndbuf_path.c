@@ -4,7 +4,7 @@
  * sndbuf_path.c: per client address, the lowest minimum RTT this
  * process's auto responses to it have measured lately: the path's own
  * delay, which a flow that starts while others fill the bottleneck's
- * queue cannot measure itself (docs/auto.md, "late comers").
+ * queue cannot measure itself (docs/auto.md, "Crowds").
  *
  * Per process, not in shared memory: a crowd from one client spans a few
  * processes at most, each seeing enough of it.  A fixed table made at

@@ -2,7 +2,7 @@
 
 /*
  * fuzz_parsers.c: one libFuzzer target for every parser in
- * sndbuf_parse.c (make fuzz; docs/fuzzing.md).
+ * sndbuf_parse.c (make fuzz; fuzz/README.md).
  *
  * The input, as a NUL-terminated string, goes to each parser; for
  * sbt_parse_limits it is split at its first space into min and max

@@ -1,6 +1,6 @@
 # Every directive against every class of bad value, with the exact
 # message httpd gives, and the edges each directive accepts. The tables
-# below are the specification; docs/bad-input.md is generated from them,
+# below are the specification; t/apache/bad_input.md is generated from them,
 # and this test fails when the committed file differs from what it would
 # write:
 #
@@ -35,7 +35,7 @@ use Storable ();
 use SndbufTune::Setup qw(standalone);
 use SndbufTune::Util qw(top_dir);
 
-my $DOC = 'docs/bad-input.md';
+my $DOC = 't/apache/bad_input.md';
 my $REGENERATE = "SBT_WRITE_DOCS=1 t/run t/apache/bad_input.t";
 
 # The hint SndbufTune adds to every complaint about its value.
@@ -635,7 +635,7 @@ the path of the file with the offending line. httpd escapes non-ASCII
 bytes in what it prints, so a message shows `６４k` as
 `\xef\xbc\x96\xef\xbc\x94k`.
 
-The value syntax is in [directives.md](directives.md).
+The value syntax is in [docs/directives.md](../../docs/directives.md).
 EOF
     my %seen;
     my @order = grep { !$seen{$_}++ } map { $_->[0] } @REFUSED;

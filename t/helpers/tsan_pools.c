@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * tsan_pools.c: make ThreadSanitizer see APR pools (docs/sanitizers.md).
+ * tsan_pools.c: make ThreadSanitizer see APR pools (t/README.md).
  *
  * An APR pool belongs to one thread at a time: two threads allocating
  * from it without a lock or a hand-over between them corrupt it.  APR is

@@ -1,5 +1,5 @@
 package SndbufBench::Stock;
-# make bench, part "stock" (issue 20): one download at a time, auto and
+# make bench, part "stock": one download at a time, auto and
 # autobw against autotuning (`unset`), side by side in each cell, on the
 # machines and links users have:
 #   profiles:   stock (cubic, net.core.wmem_max 212992), cubic (this lab's
@@ -245,7 +245,7 @@ sub run {
     my @shown = map { $_->[0] } _configs($ctx);
     my $control = @shown > @CONFIGS;
     my (@section, @targets);
-    push @section, "## One download on the machines users have (issue 20)\n",
+    push @section, "## One download on the machines users have\n",
         "Each cell: one download of ${secs} s per configuration, taking "
         . "turns; goodput over ${warm}-${secs} s from the server socket; "
         . "`x` = goodput / autotuning's (`unset`) in the same cell; srtt "
@@ -270,7 +270,7 @@ sub run {
              . 'ratio is the gap the cell shows between two identical '
              . 'downloads.' : '')
         . "\n";
-    # One table per condition (issue 20), its rows profile x path, so
+    # One table per condition, its rows profile x path, so
     # the three machines stand side by side; the traces have one of
     # their own.
     my (%rows, @order);

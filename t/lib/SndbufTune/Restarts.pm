@@ -77,7 +77,7 @@ our $VICTIM_RATE = '512k';
 # FlushMaxThreshold is unsent (server/core_filters.c), so a worker stays
 # with every download its socket buffers cannot hold, and -k restart waits
 # for it: stock httpd, without this module, logs AH00045 for 8 slow 8 MiB
-# downloads (docs/sanitizers.md).
+# downloads (t/README.md).
 my %MPM_CONF = (
     event => { processes => 2, threads => 16, sendfile => 1 },
     prefork => { processes => 16 },
@@ -245,7 +245,7 @@ my @GRACEFULS;
 
 # httpd 2.4.71's event MPM, with or without this module, ends a child
 # with a connection in it about once in a hundred graceful restarts under
-# this load (docs/sanitizers.md, bench/graceful_race): its listener
+# this load (t/README.md, bench/graceful_race): its listener
 # accepted the connection, and the worker had not yet counted it, when
 # the graceful came, so the listener saw no connection left and the
 # child ended; the kernel sent what the socket held, then FIN. Such a
@@ -324,7 +324,7 @@ sub restart {
     check($idle, "$label: every client holds") or return;
 
     # auto three times: what a restart must not wait for; no HTTP/2
-    # (above, and docs/sanitizers.md)
+    # (above, and t/README.md)
     my @protos = grep { !/^h2/ } $LAB->protos;
     my ($c, $victims, $log_from) = restart_cutting($label, $gen, 0,
         map { my $p = $_; map { [$p, $_] } @LOCATIONS, 'auto', 'auto' }

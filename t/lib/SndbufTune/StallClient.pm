@@ -404,7 +404,7 @@ sub h2c_upgrade_get {
     # then, mod_http2 hands the connection back to the event MPM, which
     # closes it (GOAWAY NO_ERROR, last stream 1, the other streams never
     # read). Measured without this module loaded: 7 connections in 40
-    # with the preface after the 101; see docs/sanitizers.md. A GET has
+    # with the preface after the 101; see t/README.md. A GET has
     # no body, so the preface is the next thing on the connection, which
     # mod_http2 reads once it has switched.
     $self->_write_all("GET $paths->[0] HTTP/1.1\r\nHost: $authority\r\n"
