@@ -205,16 +205,10 @@ static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
     }
     rq->measured = 1;
     rq->began = sbt_clock_us();
-    /* An idle keep-alive connection adds nothing to the figures between
-     * two responses, so the previous end is this start; HTTP/2 streams
-     * overlap, so they always read. */
-    if (!rq->shared && conn->last_end.valid) {
-        rq->start = conn->last_end;
-    }
-    else {
-        sbt_sock_info(&conn->sock, &rq->start, &did);
-    }
-    conn->last_end.valid = 0;
+    /* Read now, not taken from the previous response's end: that was
+     * logged when its last bytes reached the kernel, which may still be
+     * sending (and retransmitting) them when this one starts. */
+    sbt_sock_info(&conn->sock, &rq->start, &did);
     if (rq->d.tune.policy == SBT_POLICY_AUTO) {
         rq->au = sbt_auto_begin(r, rq, conn, &done);
     }
@@ -222,18 +216,6 @@ static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
     if (done) {
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "SndbufTune auto: %s",
                       done);
-    }
-}
-
-/** A response that fitted in the buffer in force was never limited by it:
- *  no figures, no system call; the next cannot start at its end. */
-static void sbt_response_fitted(request_rec *r, sbt_req_t *rq)
-{
-    sbt_conn_t *conn;
-
-    if (!rq->shared && (conn = sbt_conn_enter(r->connection)) != NULL) {
-        conn->last_end.valid = 0;
-        sbt_conn_leave(r->connection);
     }
 }
 
@@ -256,8 +238,9 @@ static apr_status_t sbt_response_filter(ap_filter_t *f,
         }
         else if (!APR_BRIGADE_EMPTY(bb)
                  && APR_BUCKET_IS_EOS(APR_BRIGADE_LAST(bb))) {
+            /* It fitted: never limited by the buffer, no figures, no
+             * system call. */
             rq->watching = 0;
-            sbt_response_fitted(f->r, rq);
         }
         else {
             return ap_pass_brigade(f->next, bb);
@@ -317,9 +300,7 @@ static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
                       "no figures for its end");
     }
     else if (rq->measured) {
-        if (sbt_sock_info(&conn->sock, &end, &did) && !rq->shared) {
-            conn->last_end = end;
-        }
+        sbt_sock_info(&conn->sock, &end, &did);
         did.call = NULL;        /* figures for the notes: not counted */
         sbt_sock_recheck(&conn->sock, &did);
     }

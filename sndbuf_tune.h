@@ -156,9 +156,6 @@ typedef struct {
     /** sndbuf_conn.c: the HTTP/1 response auto follows while the event
      *  MPM writes it without a worker, or NULL; never past its pool. */
     sbt_auto_t *draining;
-    /** mod_sndbuf_tune.c: TCP_INFO where the previous response ended,
-     *  the next one's baseline; valid == 0: none. */
-    sbt_tcp_info_t last_end;
 } sbt_conn_t;
 
 /** The primary connection's state for @a c (a stream's: its primary's),
