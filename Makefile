@@ -3,7 +3,8 @@
 #   make            build .libs/mod_sndbuf_tune.so
 #   make install    install into Apache's module directory (DESTDIR honoured)
 #   make test       install what is missing, build, run every test suite
-#   make unit       the control law on its own (no network, no server)
+#   make unit       the control law and the triage on their own (no
+#                   network, no server)
 #   make demo       install what is missing, build, start a demo server
 #   make bench      WAN lab benchmarks; writes docs/benchmarks.md
 #   make sanitize   ASan+UBSan and ThreadSanitizer builds (docs/sanitizers.md)
@@ -12,8 +13,9 @@ APXS      ?= apxs
 LIBEXECDIR = $(shell $(APXS) -q LIBEXECDIR 2>/dev/null)
 SOURCES    = mod_sndbuf_tune.c sndbuf_conn.c sndbuf_config.c sndbuf_parse.c sndbuf_rules.c sndbuf_socket.c sndbuf_auto.c sndbuf_law.c \
              sndbuf_path.c sndbuf_status.c sndbuf_status_page.c \
-             sndbuf_kernel.c
-HEADERS    = sndbuf_tune.h sndbuf_law.h sndbuf_kernel.h sndbuf_parse.h sndbuf_status.h
+             sndbuf_kernel.c sndbuf_triage.c
+HEADERS    = sndbuf_tune.h sndbuf_law.h sndbuf_kernel.h sndbuf_parse.h sndbuf_status.h \
+             sndbuf_triage.h
 MODULE     = .libs/mod_sndbuf_tune.so
 
 all: $(MODULE)
@@ -60,20 +62,25 @@ clean:
 # The control law (sndbuf_law.c), pure: exact decisions for constructed
 # looks (t/unit/law_cases.c) and for looks recorded in the WAN lab
 # (t/unit/replay.c, t/unit/looks), under ASan and UBSan, in a second.
+# The triage (sndbuf_triage.c), pure too: its verdicts and words for
+# recorded and constructed figures (t/unit/triage_cases.c).
 # ---------------------------------------------------------------------------
 
 t/unit/%: t/unit/%.c sndbuf_law.c sndbuf_law.h
 	$(PARSE_CC) $(PARSE_CFLAGS) -o $@ $< sndbuf_law.c
 
+t/unit/triage_cases: t/unit/triage_cases.c sndbuf_triage.c sndbuf_triage.h
+	$(PARSE_CC) $(PARSE_CFLAGS) -o $@ $< sndbuf_triage.c
+
 # replay: the recordings of t/unit/looks (real looks from the WAN lab).
-unit: t/unit/law_cases t/unit/replay
-	prove --exec '' t/unit/law_cases t/unit/replay
+unit: t/unit/law_cases t/unit/replay t/unit/triage_cases
+	prove --exec '' t/unit/law_cases t/unit/replay t/unit/triage_cases
 
 # make test runs it before the suites.
 TEST_FIRST += unit
 
 unit-clean:
-	rm -f t/unit/law_cases t/unit/replay
+	rm -f t/unit/law_cases t/unit/replay t/unit/triage_cases
 
 clean: unit-clean
 
