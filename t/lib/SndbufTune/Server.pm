@@ -70,6 +70,12 @@ our @LOG_FIELDS = (
     [delivery_bps => '%{SNDBUF_TUNE_DELIVERY_BPS}n'],
     [min_rtt_us => '%{SNDBUF_TUNE_MIN_RTT_US}n'],
     [retrans => '%{SNDBUF_TUNE_RETRANS}n'],
+    [sndbuf_ms => '%{SNDBUF_TUNE_SNDBUF_LIMITED_MS}n'],
+    [rwnd_ms => '%{SNDBUF_TUNE_RWND_LIMITED_MS}n'],
+    [network_ms => '%{SNDBUF_TUNE_NETWORK_MS}n'],
+    [app_ms => '%{SNDBUF_TUNE_APP_MS}n'],
+    [goodput_bps => '%{SNDBUF_TUNE_GOODPUT_BPS}n'],
+    [verdict => '%{SNDBUF_TUNE_VERDICT}n'],
 );
 
 my %LIVE;           # started by this process and not stopped (for END)
