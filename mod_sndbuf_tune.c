@@ -86,6 +86,7 @@ static const char *sbt_apply(request_rec *r, sbt_req_t *rq,
     }
     if (rq->d.tune.policy == SBT_POLICY_FIXED) {
         sbt_sock_fix(&conn->sock, rq->d.tune.size, rq->shared, &did);
+        rq->own_size = did.call ? 0 : rq->d.tune.size;
     }
     else if (rq->d.tune.policy == SBT_POLICY_UNSET) {
         sbt_sock_unset(&conn->sock, rq->shared, &did);
@@ -98,11 +99,23 @@ static const char *sbt_apply(request_rec *r, sbt_req_t *rq,
     return did.done;
 }
 
+/** REQUESTED: the SO_SNDBUF argument in force, or 0.  An HTTP/2 stream
+ *  says what its own policy set: another stream's size may hold the
+ *  connection's socket, which its EFFECTIVE shows (auto sizes the
+ *  connection, so its stream says what is in force). */
+static int sbt_requested(const sbt_req_t *rq, const sbt_sock_t *sock)
+{
+    if (rq->shared && rq->d.tune.policy != SBT_POLICY_AUTO) {
+        return rq->own_size;
+    }
+    return sbt_sock_locked_at(sock);
+}
+
 /** The decision's notes; REQUESTED and EFFECTIVE as the socket stands. */
 static void sbt_note_decision(request_rec *r, const sbt_req_t *rq,
                               const sbt_sock_t *sock)
 {
-    int locked = sbt_sock_locked_at(sock);
+    int locked = sbt_requested(rq, sock);
     const char *policy = sbt_policy_names[rq->d.tune.policy];
     apr_table_t *env = r->subprocess_env;
 
@@ -448,7 +461,7 @@ static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
         o->large = 1;
         sbt_buffer_in_force(&conn->sock, rq->d.tune.policy, o);
     }
-    requested = sbt_sock_locked_at(&conn->sock);
+    requested = sbt_requested(rq, &conn->sock);
     if (rq->d.tune.policy != SBT_POLICY_NONE) {
         o->effective = sbt_sock_effective(&conn->sock);
     }

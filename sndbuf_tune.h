@@ -206,6 +206,9 @@ typedef struct {
     sbt_tcp_info_t start;
     sbt_tally_t tally;
     sbt_auto_t *au;             /**< auto's controller, or NULL */
+    /** The SO_SNDBUF argument this response's own fixed size set (0:
+     *  none): on a shared socket another stream's may be in force. */
+    int own_size;
 } sbt_req_t;
 
 /* sndbuf_config.c */

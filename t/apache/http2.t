@@ -12,6 +12,9 @@
 #   h2, one connection, c (1m) then held d (unset): 2*1m locked: unset
 #       never shrinks a fixed size
 #   h2, one connection, d (unset) then held a (64k): 131072 locked
+#   each held stream's REQUESTED is its own policy's size (unset: none),
+#       not the size another stream holds the connection at; EFFECTIVE is
+#       the connection's
 #   h2, two downloads at once on one connection, read at 4 MB/s each: the
 #       kernel's time, which belongs to the connection, is counted once:
 #       the streams' busy times (sndbuf + rwnd + network notes) add up to
@@ -172,7 +175,7 @@ subtest 'h2c held download unset.test: primary socket' => sub {
 # a.ssl.test, and c.ssl.test/d.ssl.test share its certificate, so mod_ssl
 # accepts their streams on it. The last stream is a held download.
 sub multi_stream {
-    my ($label, $hosts, $held, $want_tb) = @_;
+    my ($label, $hosts, $held, $want_tb, $want_req) = @_;
     my @args;
     my $i = 0;
     # no headers of an earlier call's streams may pass for this one's
@@ -218,24 +221,27 @@ sub multi_stream {
     }
     is($held_h && $held_h->{'x-sndbuf-effective'}, $want_tb,
        'held stream reports the primary socket\'s SO_SNDBUF');
+    is($held_h && $held_h->{'x-sndbuf-requested'}, $want_req,
+       "held stream's REQUESTED is its own policy's ($want_req), not the "
+       . 'size another stream set');
 }
 
 # 5. the largest fixed size wins; a smaller one does not shrink it
 subtest 'h2 one connection: 64k, 1m, unset, then held 64k' => sub {
     multi_stream('64k,1m,unset', ['a.ssl.test', 'c.ssl.test', 'd.ssl.test'],
-                 'a.ssl.test', expected_fixed_tb(1024 * 1024));
+                 'a.ssl.test', expected_fixed_tb(1024 * 1024), 65536);
 };
 
 # 6. unset never shrinks a fixed size
 subtest 'h2 one connection: 1m, then held unset' => sub {
     multi_stream('1m', ['c.ssl.test'], 'd.ssl.test',
-                 expected_fixed_tb(1024 * 1024));
+                 expected_fixed_tb(1024 * 1024), '-');
 };
 
 # 7. a fixed size after unset applies
 subtest 'h2 one connection: unset, then held 64k' => sub {
     multi_stream('unset', ['d.ssl.test'], 'a.ssl.test',
-                 expected_fixed_tb(65536));
+                 expected_fixed_tb(65536), 65536);
 };
 
 # 8. two streams at once: the connection's time counted once
