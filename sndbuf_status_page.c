@@ -159,8 +159,11 @@ static apr_array_header_t *sbt_read_table(apr_pool_t *p, sbt_slot_t *table)
     return views;
 }
 
-/** Every vhost slot added up, as one view: a request counts in one, and
- *  a free slot holds zeros. */
+/** The vhost slots this configuration names added up, as one view: a
+ *  request counts in one.  A name no longer configured is left out (its
+ *  counts stay on the sndbuf-tune-status page until its slot is needed),
+ *  and so is a free slot, which a child of a generation before the last
+ *  full restart may still add to. */
 static apr_array_header_t *sbt_read_totals(apr_pool_t *p)
 {
     apr_array_header_t *one = apr_array_make(p, 1, sizeof(sbt_view_t));
@@ -169,7 +172,9 @@ static apr_array_header_t *sbt_read_totals(apr_pool_t *p)
 
     *total = (sbt_view_t){.name = "all vhosts", .configured = 1};
     for (i = 0; i <= SBT_STATUS_OTHER; i++) {
-        sbt_add_counters(&total->c, &sbt_shm->vhost[i].c);
+        if (sbt_shm->vhost[i].seen_gen == sbt_my_gen) {
+            sbt_add_counters(&total->c, &sbt_shm->vhost[i].c);
+        }
     }
     return one;
 }

@@ -1086,6 +1086,15 @@ sub graceful_gen2 {
     my $other = by_name($j->{vhosts}, '(other)');
     check($other && $other->{requests_none} == 3 && !$other->{configured},
           "$mpm: (other) kept its counts, nothing maps there now");
+    # mod_status's totals: the names configured now, so not (other)'s 3
+    # (the ?auto request just made may count or not yet)
+    my $configured = 0;
+    $configured += $_->{requests_none}
+        for grep { $_->{configured} } @{ $j->{vhosts} };
+    my $total = check_mod_status_auto("$mpm gen 2")->{SndbufTuneTotalRequestsNone};
+    check(defined $total && ($total == $configured || $total == $configured + 1),
+          "$mpm: mod_status totals count only the vhosts configured now",
+          "total $total, configured vhosts $configured (+1)");
 
     my $log_from = -s $SRV->access_log;
     my $bad = load($PROCS, $ROUNDS, targets(@names, 'new.test'));
