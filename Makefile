@@ -66,10 +66,11 @@ clean:
 # recorded and constructed figures (t/unit/triage_cases.c).
 # ---------------------------------------------------------------------------
 
-t/unit/%: t/unit/%.c sndbuf_law.c sndbuf_law.h
+t/unit/%: t/unit/%.c t/unit/tap.h sndbuf_law.c sndbuf_law.h
 	$(PARSE_CC) $(PARSE_CFLAGS) -o $@ $< sndbuf_law.c
 
-t/unit/triage_cases: t/unit/triage_cases.c sndbuf_triage.c sndbuf_triage.h
+t/unit/triage_cases: t/unit/triage_cases.c t/unit/tap.h sndbuf_triage.c \
+                     sndbuf_triage.h
 	$(PARSE_CC) $(PARSE_CFLAGS) -o $@ $< sndbuf_triage.c
 
 # replay: the recordings of t/unit/looks (real looks from the WAN lab).

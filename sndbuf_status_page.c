@@ -234,8 +234,17 @@ static void sbt_auto_counters(request_rec *r, const char *prefix,
                v->c.hist_sum);
 }
 
-/** ?auto: @a v's triage as "<prefix>Key: value" lines; the kernel's
- *  figures are "unknown" where it has no chronographs, never 0. */
+/** ?auto: "<prefix><what><key>: <v>", or "unknown" where the kernel has
+ *  no chronographs (never 0). */
+static void sbt_auto_kernel_figure(request_rec *r, const char *prefix,
+                                   const char *what, const char *key,
+                                   apr_uint64_t v)
+{
+    ap_rprintf(r, "%s%s%s: %s\n", prefix, what, key, sbt_kernel.has_chrono
+               ? apr_psprintf(r->pool, "%" APR_UINT64_T_FMT, v) : "unknown");
+}
+
+/** ?auto: @a v's triage as "<prefix>Key: value" lines. */
 static void sbt_auto_triage(request_rec *r, const char *prefix,
                             const sbt_view_t *v)
 {
@@ -248,42 +257,18 @@ static void sbt_auto_triage(request_rec *r, const char *prefix,
     ap_rprintf(r, "%sLargeResponses: %" APR_UINT64_T_FMT "\n", prefix,
                t->large);
     for (i = 0; i < SBT_LIMITS; i++) {
-        ap_rprintf(r, "%sLimitedBy%s: %s\n", prefix, key[i],
-                   sbt_kernel.has_chrono
-                   ? apr_psprintf(r->pool, "%" APR_UINT64_T_FMT, t->by[i])
-                   : "unknown");
+        sbt_auto_kernel_figure(r, prefix, "LimitedBy", key[i], t->by[i]);
     }
     for (i = 0; i < SBT_LIMITS; i++) {
-        ap_rprintf(r, "%sSendMs%s: %s\n", prefix, key[i],
-                   sbt_kernel.has_chrono
-                   ? apr_psprintf(r->pool, "%" APR_UINT64_T_FMT,
-                                  t->us[i] / 1000)
-                   : "unknown");
+        sbt_auto_kernel_figure(r, prefix, "SendMs", key[i], t->us[i] / 1000);
     }
     ap_rprintf(r, "%sVerdict: %s\n", prefix, sbt_triage_word(t));
 }
 
+/** Each slot in use of @a table, its name and triage; with @a counters
+ *  (our page) the rest of its counters too, not on mod_status's. */
 static void sbt_auto_table(request_rec *r, const char *what,
-                           sbt_slot_t *table)
-{
-    apr_array_header_t *views = sbt_read_table(r->pool, table);
-    const sbt_view_t *v = (const sbt_view_t *)views->elts;
-    int i;
-
-    for (i = 0; i < views->nelts; i++) {
-        const char *prefix = apr_psprintf(r->pool, "SndbufTune%s[%d]", what,
-                                          v[i].slot);
-
-        ap_rprintf(r, "%sName: %s\n%sConfigured: %d\n", prefix, v[i].name,
-                   prefix, v[i].configured);
-        sbt_auto_counters(r, prefix, &v[i]);
-        sbt_auto_triage(r, prefix, &v[i]);
-    }
-}
-
-/** mod_status's ?auto: the triage of each slot in use, with its name. */
-static void sbt_auto_triage_table(request_rec *r, const char *what,
-                                  sbt_slot_t *table)
+                           sbt_slot_t *table, int counters)
 {
     apr_array_header_t *views = sbt_read_table(r->pool, table);
     const sbt_view_t *v = (const sbt_view_t *)views->elts;
@@ -294,6 +279,10 @@ static void sbt_auto_triage_table(request_rec *r, const char *what,
                                           v[i].slot);
 
         ap_rprintf(r, "%sName: %s\n", prefix, v[i].name);
+        if (counters) {
+            ap_rprintf(r, "%sConfigured: %d\n", prefix, v[i].configured);
+            sbt_auto_counters(r, prefix, &v[i]);
+        }
         sbt_auto_triage(r, prefix, &v[i]);
     }
 }
@@ -304,8 +293,8 @@ static void sbt_page_auto(request_rec *r)
                APR_TIME_T_FMT "\nSndbufTuneSlots: %d\n", sbt_my_gen,
                apr_time_sec(sbt_shm->since), SBT_STATUS_SLOTS);
     ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_AUTO), r);
-    sbt_auto_table(r, "Vhost", sbt_shm->vhost);
-    sbt_auto_table(r, "Network", sbt_shm->rule);
+    sbt_auto_table(r, "Vhost", sbt_shm->vhost, 1);
+    sbt_auto_table(r, "Network", sbt_shm->rule, 1);
 }
 
 /* ---- HTML ---- */
@@ -701,8 +690,8 @@ static int sbt_mod_status_hook(request_rec *r, int flags)
         sbt_auto_counters(r, "SndbufTuneTotal", total);
         sbt_auto_triage(r, "SndbufTuneTotal", total);
         ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_AUTO), r);
-        sbt_auto_triage_table(r, "Vhost", sbt_shm->vhost);
-        sbt_auto_triage_table(r, "Network", sbt_shm->rule);
+        sbt_auto_table(r, "Vhost", sbt_shm->vhost, 0);
+        sbt_auto_table(r, "Network", sbt_shm->rule, 0);
         return OK;
     }
     ap_rputs("<hr />\n<h2>mod_sndbuf_tune</h2>\n", r);

@@ -32,19 +32,13 @@ plan tests => 5;
 
 my $odd = "odd\"q\\<&>\xe9\x01%.test";
 my $srv = standalone(name => 'triage', modules => [qw(ratelimit env status)],
-                     body => <<"CONF");
+                     status_pages => 1, body => <<"CONF");
 ExtendedStatus On
 <VirtualHost *:\@PORT\@>
     ServerName $odd
     <Location /gen/>
         SetOutputFilter RATE_LIMIT
         SetEnv rate-limit 8192
-    </Location>
-    <Location /sbt-status>
-        SetHandler sndbuf-tune-status
-    </Location>
-    <Location /sbt-metrics>
-        SetHandler sndbuf-tune-metrics
     </Location>
     <Location /server-status>
         SetHandler server-status

@@ -12,22 +12,8 @@
 #include <string.h>
 
 #include "../../sndbuf_triage.h"
+#include "tap.h"
 
-static int sbt_t_n, sbt_t_failed;
-
-static void ok(int cond, const char *name)
-{
-    printf("%sok %d - %s\n", cond ? "" : "not ", ++sbt_t_n, name);
-    sbt_t_failed += !cond;
-}
-
-static void is_i(int64_t got, int64_t want, const char *name)
-{
-    ok(got == want, name);
-    if (got != want) {
-        printf("#   got %" PRId64 ", expected %" PRId64 "\n", got, want);
-    }
-}
 
 static void is_s(const char *got, const char *want, const char *name)
 {
@@ -440,6 +426,5 @@ int main(void)
     test_rwnd();
     test_both();
     test_words();
-    printf("1..%d\n", sbt_t_n);
-    return sbt_t_failed != 0;
+    return done_testing();
 }

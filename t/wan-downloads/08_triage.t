@@ -119,15 +119,6 @@ sub verdict_ok {
     return page($lab, $srv, '/sbt-status');
 }
 
-my $STATUS = <<'EOF';
-<Location /sbt-status>
-    SetHandler sndbuf-tune-status
-</Location>
-<Location /sbt-metrics>
-    SetHandler sndbuf-tune-metrics
-</Location>
-EOF
-
 # Responses of a get() checked: status, length and SHA-256 of each.
 sub got_ok {
     my ($g, $paths, $size, $sha) = @_;
@@ -185,9 +176,10 @@ EOF
     my %size = ('/seed.bin' => 1536 << 10, '/window.bin' => 3 << 20);
     my ($lab, $sbs, $sha) = SndbufTune::WanLab->lab_with_server(
         tag => 's', rtt_ms => 250, rate_mbit => 30, files => \%size,
-        server => { name => 'sbs', body => "SendBufferSize 16384\n$STATUS" });
+        server => { name => 'sbs', status_pages => 1,
+                    body => "SendBufferSize 16384\n" });
     my $auto = $lab->server(name => 'autotuned', listen => '198.18.0.1:81',
-                            body => $STATUS);
+                            status_pages => 1);
     $sha->{'/window.bin'} = $auto->add_random_file('/window.bin',
                                                    $size{'/window.bin'});
     ok($auto->start, 'a second apache2, autotuned, answers')
@@ -224,7 +216,7 @@ subtest 'autotuned over 10 Mbit/s, 60 ms: network' => sub {
     my %size = ('/path.bin' => 8 << 20);
     my ($lab, $srv, $sha) = SndbufTune::WanLab->lab_with_server(
         tag => 'n', rtt_ms => 60, rate_mbit => 10, files => \%size,
-        server => { name => 'network', body => $STATUS });
+        server => { name => 'network', status_pages => 1 });
     my $html = verdict_ok($lab, $srv, '/path.bin', $size{'/path.bin'}, $sha,
                           'network');
     ok(index($html, 'the network limited 1 of 1 large responses (100%); '

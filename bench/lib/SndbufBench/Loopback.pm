@@ -71,17 +71,8 @@ sub run {
     # (futex, epoll_ctl: the hand-offs between its threads) move by.
     my %srv = map { $_ => $LOOPBACK_SERVERS{$_}->('strace') } qw(auto nomod control);
     for my $k (sort keys %srv) {
-        my @kids = $srv{$k}->child_pids;
         my $trace = "$srv{$k}{dir}/strace.txt";
-        my $pid = fork;
-        die "fork: $!" unless defined $pid;
-        if (!$pid) {
-            open STDOUT, '>', '/dev/null';
-            open STDERR, '>', '/dev/null';
-            exec 'strace', '-c', '-f', '-qq', '-o', $trace,
-                 map({ ('-p', $_) } @kids) or POSIX::_exit(127);
-        }
-        Time::HiRes::sleep(1);      # attached (strace prints nothing on -qq)
+        my $pid = strace_attach($srv{$k}, $trace, '-c');
         my ($requests, $wrk_runs) = (0, 0);
         while ($requests < $LOOPBACK{strace_requests} && $wrk_runs < 30) {
             $requests += wrk_run($srv{$k}->url('/small.html'), 2, 4)->{requests};
@@ -112,6 +103,22 @@ sub run {
     $RES{loopback} = \%L;
 }
 
+# strace (options @opts, output into $trace) attached to $srv's worker
+# processes, following their threads; its pid, once it is attached.
+sub strace_attach {
+    my ($srv, $trace, @opts) = @_;
+    my $pid = fork;
+    die "fork: $!" unless defined $pid;
+    if (!$pid) {
+        open STDOUT, '>', '/dev/null';
+        open STDERR, '>', '/dev/null';
+        exec 'strace', @opts, '-f', '-qq', '-o', $trace,
+             map({ ('-p', $_) } $srv->child_pids) or POSIX::_exit(127);
+    }
+    Time::HiRes::sleep(1);          # attached (strace prints nothing on -qq)
+    return $pid;
+}
+
 # The socket calls per large response with the module loaded and nothing
 # configured (SndbufTune none everywhere): strace -f on the worker process
 # while curl fetches a 4 MiB file strace_large times, each on a fresh
@@ -123,16 +130,7 @@ sub strace_large {
     my $srv = loopback_server('lo-large', module => $SO);
     $srv->add_file('/large.bin', 'x' x (4 << 20));
     my $trace = "$srv->{dir}/strace-large.txt";
-    my $pid = fork;
-    die "fork: $!" unless defined $pid;
-    if (!$pid) {
-        open STDOUT, '>', '/dev/null';
-        open STDERR, '>', '/dev/null';
-        exec 'strace', '-f', '-qq', '-e', 'trace=getsockopt,setsockopt',
-             '-o', $trace, map({ ('-p', $_) } $srv->child_pids)
-            or POSIX::_exit(127);
-    }
-    Time::HiRes::sleep(1);          # attached (strace prints nothing on -qq)
+    my $pid = strace_attach($srv, $trace, '-e', 'trace=getsockopt,setsockopt');
     my $n = $LOOPBACK{strace_large};
     shell("curl -s -o /dev/null '" . $srv->url('/large.bin') . "'")
         for 1 .. $n;

@@ -31,6 +31,8 @@ package SndbufTune::Server;
 #   log_level   LogLevel ('info sndbuf_tune:debug')
 #   access_log  1 (default): DIR/logs/access_log with @LOG_FIELDS; 0: none
 #   decision_headers  1: X-Sndbuf-Policy/-Requested/-Effective headers
+#   status_pages  1: the module's status page at /sbt-status and its
+#               metrics at /sbt-metrics
 #   sendfile    1/0: EnableSendfile On/Off (default: httpd's, Off)
 #   timeout     Timeout (30)
 #   keep        1: the server and its directory outlive this process (demo)
@@ -189,6 +191,9 @@ EOF
     }
     $text .= join '', map { qq{Header always set X-Sndbuf-$_ "%{SNDBUF_TUNE_\U$_\E}e"\n} }
         qw(Policy Requested Effective) if $self->{decision_headers};
+    $text .= join '', map { "<Location /sbt-$_->[0]>\n    SetHandler "
+                            . "sndbuf-tune-$_->[1]\n</Location>\n" }
+        [status => 'status'], [metrics => 'metrics'] if $self->{status_pages};
     return $text . "# ---- the caller's configuration ----\n" . $self->_body . "\n";
 }
 
