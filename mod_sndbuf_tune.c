@@ -318,7 +318,8 @@ static apr_int64_t sbt_response_base(const sbt_conn_t *conn,
 static void sbt_buffer_in_force(const sbt_sock_t *sock, sbt_policy_e policy,
                                 sbt_outcome_t *o)
 {
-    int locked = sbt_sock_locked_at(sock), effective = sbt_sock_effective(sock);
+    int locked = sbt_sock_locked_at(sock);
+    int effective = sbt_sock_effective(sock);
 
     if (!locked) {
         o->buf_from = SBT_BUF_AUTOTUNING;

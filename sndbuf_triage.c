@@ -34,8 +34,9 @@ const char *const sbt_limit_names[SBT_VERDICT_SHORT + 1] = {
 
 /* The buffer or the window: the response got this share (%) of the rate
  * it allows while busy, or NEAR of it while the sender was blocked by it
- * for BLOCKED of its busy time (measured: 50-140% of the rate and 33-68% blocked
- * where one held the download, under 20% and 8% where it did not).
+ * for BLOCKED of its busy time (measured: 50-150% of the rate, and 33-68%
+ * blocked or not at all, where one held the download; under 45% of the
+ * rate, or under 10% blocked, where it did not).
  * Where the rate is unknown (a window before Linux 5.4), blocked for
  * ALONE of the busy time. */
 #define SBT_TRIAGE_AT           90
@@ -198,7 +199,8 @@ static int sbt_top(const sbt_triage_sum_t *sum, uint64_t *judged)
 
 /** Where the buffer the send-buffer verdicts met came from (the most
  *  frequent source), in words, with what to change. */
-static void sbt_buffer_words(char *buf, size_t len, const sbt_triage_sum_t *sum,
+static void sbt_buffer_words(char *buf, size_t len,
+                             const sbt_triage_sum_t *sum,
                              const char *sendbuffersize_at, const char *rule)
 {
     uint64_t n = sum->by[SBT_LIMIT_SNDBUF];
@@ -223,8 +225,8 @@ static void sbt_buffer_words(char *buf, size_t len, const sbt_triage_sum_t *sum,
     /* A lock: the size set, half what the kernel reports. */
     sbt_size_words(size, sizeof(size), tb / 2);
     if (from == SBT_BUF_LISTENER) {
-        snprintf(buf, len, "the buffer in force, %s (core SendBufferSize%s%s), "
-                 "allows about %s at the %.0f ms these clients see: try "
+        snprintf(buf, len, "the buffer in force, %s (core SendBufferSize%s"
+                 "%s), allows about %s at the %.0f ms these clients see: try "
                  "SndbufTune auto or remove the line", size,
                  sendbuffersize_at ? " at " : "",
                  sendbuffersize_at ? sendbuffersize_at : "", rate,
