@@ -3,7 +3,8 @@
 #   make            build .libs/mod_sndbuf_tune.so
 #   make install    install into Apache's module directory (DESTDIR honoured)
 #   make test       install what is missing, build, run every test suite
-#   make unit       the control law on its own (no network, no server)
+#   make unit       the control law, the triage and the network rules on
+#                   their own (no network, no server)
 #   make demo       install what the demo needs, build, show a slow download
 #                   and its fix on an emulated path, start a demo server
 #   make bench      WAN lab benchmarks; writes docs/benchmarks.md
@@ -13,8 +14,9 @@ APXS      ?= apxs
 LIBEXECDIR = $(shell $(APXS) -q LIBEXECDIR 2>/dev/null)
 SOURCES    = mod_sndbuf_tune.c sndbuf_conn.c sndbuf_config.c sndbuf_parse.c sndbuf_rules.c sndbuf_socket.c sndbuf_auto.c sndbuf_law.c \
              sndbuf_path.c sndbuf_status.c sndbuf_status_page.c \
-             sndbuf_kernel.c
-HEADERS    = sndbuf_tune.h sndbuf_law.h sndbuf_kernel.h sndbuf_parse.h sndbuf_status.h
+             sndbuf_kernel.c sndbuf_triage.c
+HEADERS    = sndbuf_tune.h sndbuf_law.h sndbuf_kernel.h sndbuf_parse.h sndbuf_status.h \
+             sndbuf_triage.h
 MODULE     = .libs/mod_sndbuf_tune.so
 
 all: $(MODULE)
@@ -62,10 +64,16 @@ clean:
 # The control law (sndbuf_law.c), pure: exact decisions for constructed
 # looks (t/unit/law_cases.c) and for looks recorded in the WAN lab
 # (t/unit/replay.c, t/unit/looks), under ASan and UBSan, in a second.
+# The triage (sndbuf_triage.c), pure too: its verdicts and words for
+# recorded and constructed figures (t/unit/triage_cases.c).
 # ---------------------------------------------------------------------------
 
-t/unit/%: t/unit/%.c sndbuf_law.c sndbuf_law.h
+t/unit/%: t/unit/%.c t/unit/tap.h sndbuf_law.c sndbuf_law.h
 	$(PARSE_CC) $(PARSE_CFLAGS) -o $@ $< sndbuf_law.c
+
+t/unit/triage_cases: t/unit/triage_cases.c t/unit/tap.h sndbuf_triage.c \
+                     sndbuf_triage.h
+	$(PARSE_CC) $(PARSE_CFLAGS) -o $@ $< sndbuf_triage.c
 
 # The network rules (sndbuf_rules.c) against APR's own matching, which
 # Require ip uses: APR and httpd's headers, no server.
@@ -78,14 +86,16 @@ t/unit/rules_cases: t/unit/rules_cases.c sndbuf_rules.c sndbuf_parse.c \
 	    sndbuf_rules.c sndbuf_parse.c $(shell $(APR_CONFIG) --link-ld)
 
 # replay: the recordings of t/unit/looks (real looks from the WAN lab).
-unit: t/unit/law_cases t/unit/replay t/unit/rules_cases
-	prove --exec '' t/unit/law_cases t/unit/replay t/unit/rules_cases
+unit: t/unit/law_cases t/unit/replay t/unit/triage_cases t/unit/rules_cases
+	prove --exec '' t/unit/law_cases t/unit/replay t/unit/triage_cases \
+	    t/unit/rules_cases
 
 # make test runs it before the suites.
 TEST_FIRST += unit
 
 unit-clean:
-	rm -f t/unit/law_cases t/unit/replay t/unit/rules_cases
+	rm -f t/unit/law_cases t/unit/replay t/unit/triage_cases \
+	    t/unit/rules_cases
 
 clean: unit-clean
 

@@ -20,7 +20,6 @@
 #include "http_log.h"
 #include "http_protocol.h"
 #include "http_request.h"
-#include "ap_listen.h"
 
 #include "apr_strings.h"
 
@@ -42,6 +41,14 @@
 #define SBT_NOTE_DELIVERY   "SNDBUF_TUNE_DELIVERY_BPS"
 #define SBT_NOTE_MIN_RTT    "SNDBUF_TUNE_MIN_RTT_US"
 #define SBT_NOTE_RETRANS    "SNDBUF_TUNE_RETRANS"
+/* What limited a large response (docs/status.md): the kernel's time by
+ * limit (the sndbuf one is SBT_NOTE_LIMITED_MS), the goodput and the
+ * verdict, one of sbt_limit_names. */
+#define SBT_NOTE_RWND_MS    "SNDBUF_TUNE_RWND_LIMITED_MS"
+#define SBT_NOTE_NETWORK_MS "SNDBUF_TUNE_NETWORK_MS"
+#define SBT_NOTE_APP_MS     "SNDBUF_TUNE_APP_MS"
+#define SBT_NOTE_GOODPUT    "SNDBUF_TUNE_GOODPUT_BPS"
+#define SBT_NOTE_VERDICT    "SNDBUF_TUNE_VERDICT"
 
 static const char *const sbt_policy_names[] = {
     "none", "unset", "fixed", "auto"
@@ -50,7 +57,8 @@ static const char *const sbt_policy_names[] = {
 /* Measures the response and, for auto, carries it (sndbuf_auto.c). */
 static ap_filter_rec_t *sbt_response_filter_handle;
 
-/** The request's state, or NULL when no policy applies to it. */
+/** The request's state (a main request on a connection of ours), or
+ *  NULL. */
 static sbt_req_t *sbt_req_get(request_rec *r)
 {
     return ap_get_module_config(r->request_config, &sndbuf_tune_module);
@@ -83,6 +91,7 @@ static const char *sbt_apply(request_rec *r, sbt_req_t *rq,
     }
     if (rq->d.tune.policy == SBT_POLICY_FIXED) {
         sbt_sock_fix(&conn->sock, rq->d.tune.size, rq->shared, &did);
+        rq->own_size = did.call ? 0 : rq->d.tune.size;
     }
     else if (rq->d.tune.policy == SBT_POLICY_UNSET) {
         sbt_sock_unset(&conn->sock, rq->shared, &did);
@@ -95,11 +104,23 @@ static const char *sbt_apply(request_rec *r, sbt_req_t *rq,
     return did.done;
 }
 
+/** REQUESTED: the SO_SNDBUF argument in force, or 0.  An HTTP/2 stream
+ *  says what its own policy set: another stream's size may hold the
+ *  connection's socket, which its EFFECTIVE shows (auto sizes the
+ *  connection, so its stream says what is in force). */
+static int sbt_requested(const sbt_req_t *rq, const sbt_sock_t *sock)
+{
+    if (rq->shared && rq->d.tune.policy != SBT_POLICY_AUTO) {
+        return rq->own_size;
+    }
+    return sbt_sock_locked_at(sock);
+}
+
 /** The decision's notes; REQUESTED and EFFECTIVE as the socket stands. */
 static void sbt_note_decision(request_rec *r, const sbt_req_t *rq,
                               const sbt_sock_t *sock)
 {
-    int locked = sbt_sock_locked_at(sock);
+    int locked = sbt_requested(rq, sock);
     const char *policy = sbt_policy_names[rq->d.tune.policy];
     apr_table_t *env = r->subprocess_env;
 
@@ -132,12 +153,22 @@ static int sbt_redirected_from(request_rec *r, sbt_decision_t *d)
     const sbt_req_t *prev;
 
     for (r = r->prev; r; r = r->prev) {
-        if ((prev = sbt_req_get(r)) != NULL) {
+        if ((prev = sbt_req_get(r)) != NULL
+            && prev->d.tune.policy != SBT_POLICY_NONE) {
             *d = prev->d;
             return 1;
         }
     }
     return 0;
+}
+
+/** No policy: the socket is left as it is (the notes say so). */
+static void sbt_note_none(request_rec *r)
+{
+    apr_table_addn(r->subprocess_env, SBT_NOTE_POLICY, "none");
+    apr_table_addn(r->subprocess_env, SBT_NOTE_REQUESTED, "-");
+    apr_table_addn(r->subprocess_env, SBT_NOTE_EFFECTIVE, "-");
+    apr_table_addn(r->notes, SBT_NOTE_POLICY, "none");
 }
 
 static void sbt_insert_filter(request_rec *r)
@@ -157,12 +188,8 @@ static void sbt_insert_filter(request_rec *r)
     if (!sbt_decide(r, &d) && !d.tune.rule) {
         inherited = sbt_redirected_from(r, &d);
     }
-    if (d.tune.policy == SBT_POLICY_NONE
-        || (conn = sbt_conn_enter(c)) == NULL) {
-        apr_table_addn(r->subprocess_env, SBT_NOTE_POLICY, "none");
-        apr_table_addn(r->subprocess_env, SBT_NOTE_REQUESTED, "-");
-        apr_table_addn(r->subprocess_env, SBT_NOTE_EFFECTIVE, "-");
-        apr_table_addn(r->notes, SBT_NOTE_POLICY, "none");
+    if ((conn = sbt_conn_enter(c)) == NULL) {
+        sbt_note_none(r);
         return;
     }
     rq = apr_pcalloc(r->pool, sizeof(*rq));
@@ -170,24 +197,32 @@ static void sbt_insert_filter(request_rec *r)
     rq->tally.clamped = d.clamped;
     rq->shared = c->master != NULL;
     ap_set_module_config(r->request_config, &sndbuf_tune_module, rq);
-    /* This response takes the socket over from any before it (HTTP/1:
-     * only the primary's own thread follows a response it drains). */
-    if (!rq->shared) {
-        sbt_conn_follow(conn, NULL, NULL);
+    if (d.tune.policy == SBT_POLICY_NONE) {
+        sbt_note_none(r);
     }
-    done = sbt_apply(r, rq, conn);
-    /* No socket: nothing to watch. */
+    else {
+        /* This response takes the socket over from any before it (HTTP/1:
+         * only the primary's own thread follows a response it drains). */
+        if (!rq->shared) {
+            sbt_conn_follow(conn, NULL, NULL);
+        }
+        done = sbt_apply(r, rq, conn);
+        sbt_note_decision(r, rq, &conn->sock);
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
+                      "SndbufTune %s for %s%s by %s%s: %s; effective %d",
+                      sbt_policy_names[d.tune.policy],
+                      r->server->server_hostname,
+                      rq->shared ? " (HTTP/2 stream)" : "", d.tune.rule,
+                      inherited ? ", the policy of the request this "
+                                  "internal redirect replaces" : "", done,
+                      sbt_sock_effective(&conn->sock));
+    }
+    /* Watched whatever the policy, "none" too: a response larger than the
+     * buffer in force is measured and triaged (the size is known without
+     * a system call).  No socket: nothing to watch. */
     rq->fits = sbt_sock_open(&conn->sock) ? sbt_sock_known_size(&conn->sock)
                                           : 0;
     rq->watching = rq->fits > 0;
-    sbt_note_decision(r, rq, &conn->sock);
-    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
-                  "SndbufTune %s for %s%s by %s%s: %s; effective %d",
-                  sbt_policy_names[d.tune.policy], r->server->server_hostname,
-                  rq->shared ? " (HTTP/2 stream)" : "", d.tune.rule,
-                  inherited ? ", the policy of the request this internal "
-                              "redirect replaces" : "", done,
-                  sbt_sock_effective(&conn->sock));
     sbt_conn_leave(c);
 
     /* An internal redirect keeps the filter of the request it replaces
@@ -198,7 +233,7 @@ static void sbt_insert_filter(request_rec *r)
 }
 
 /** A response that has outgrown the buffer in force: the baseline of
- *  its figures and, for auto, its controller. */
+ *  its figures (one system call) and, for auto, its controller. */
 static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
 {
     sbt_conn_t *conn = sbt_conn_enter(r->connection);
@@ -209,17 +244,15 @@ static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
         return;
     }
     rq->measured = 1;
+    /* Read now, not taken from the previous response's end: that was
+     * logged when its last bytes reached the kernel, which may still be
+     * sending (and retransmitting) them when this one starts. */
+    sbt_sock_info(&conn->sock, &rq->start, &did);
     rq->began = sbt_clock_us();
-    /* An idle keep-alive connection adds nothing to the figures between
-     * two responses, so the previous end is this start; HTTP/2 streams
-     * overlap, so they always read. */
-    if (!rq->shared && conn->last_end.valid) {
-        rq->start = conn->last_end;
+    if (!conn->opened_at) {
+        conn->opened = rq->start;
+        conn->opened_at = rq->began;
     }
-    else {
-        sbt_sock_info(&conn->sock, &rq->start, &did);
-    }
-    conn->last_end.valid = 0;
     if (rq->d.tune.policy == SBT_POLICY_AUTO) {
         rq->au = sbt_auto_begin(r, rq, conn, &done);
     }
@@ -227,18 +260,6 @@ static void sbt_response_begin(request_rec *r, sbt_req_t *rq)
     if (done) {
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, "SndbufTune auto: %s",
                       done);
-    }
-}
-
-/** A response that fitted in the buffer in force was never limited by it:
- *  no figures, no system call; the next cannot start at its end. */
-static void sbt_response_fitted(request_rec *r, sbt_req_t *rq)
-{
-    sbt_conn_t *conn;
-
-    if (!rq->shared && (conn = sbt_conn_enter(r->connection)) != NULL) {
-        conn->last_end.valid = 0;
-        sbt_conn_leave(r->connection);
     }
 }
 
@@ -261,8 +282,9 @@ static apr_status_t sbt_response_filter(ap_filter_t *f,
         }
         else if (!APR_BRIGADE_EMPTY(bb)
                  && APR_BUCKET_IS_EOS(APR_BRIGADE_LAST(bb))) {
+            /* It fitted: never limited by the buffer, no figures, no
+             * system call. */
             rq->watching = 0;
-            sbt_response_fitted(f->r, rq);
         }
         else {
             return ap_pass_brigade(f->next, bb);
@@ -275,20 +297,125 @@ static apr_status_t sbt_response_filter(ap_filter_t *f,
     return ap_pass_brigade(f->next, bb);
 }
 
-/** The figures the kernel kept over the response, as notes. */
-static void sbt_note_figures(request_rec *r, const sbt_req_t *rq,
-                             const sbt_tcp_info_t *e, sbt_outcome_t *o)
+/** Where the figures of @a rq's response start: its own start, or that
+ *  of a response begun earlier and still open, but not before what
+ *  earlier responses counted (sbt_conn_t.counted). */
+static apr_int64_t sbt_response_base(const sbt_conn_t *conn,
+                                     const sbt_req_t *rq, sbt_tcp_info_t *base)
 {
-    const sbt_tcp_info_t *s = &rq->start;
+    apr_int64_t at = rq->began;
 
-    if (e->valid & s->valid & SBT_TI_CHRONO) {
-        apr_int64_t elapsed = sbt_clock_us() - rq->began;
-        apr_int64_t limited = (apr_int64_t)(e->sndbuf_limited_us
-                                            - s->sndbuf_limited_us);
-
-        o->sndbuf_limited = limited * 10 > elapsed;
-        sbt_note_num(r, SBT_NOTE_LIMITED_MS, limited < 0 ? -1 : limited / 1000);
+    *base = rq->start;
+    if (conn->opened_at && conn->opened_at < at) {
+        *base = conn->opened;
+        at = conn->opened_at;
     }
+    if (conn->counted_at > at) {
+        *base = conn->counted;
+        at = conn->counted_at;
+    }
+    return at;
+}
+
+/** The send buffer in force at the end for the triage (the kernel's
+ *  figure: twice the size set), and where it came from; autotuning's
+ *  ceiling where no lock holds it (known without a system call). */
+static void sbt_buffer_in_force(const sbt_sock_t *sock, sbt_policy_e policy,
+                                sbt_outcome_t *o)
+{
+    int locked = sbt_sock_locked_at(sock);
+    int effective = sbt_sock_effective(sock);
+
+    if (!locked) {
+        o->buf_from = SBT_BUF_AUTOTUNING;
+        o->buffer = sbt_kernel.tcp_wmem[2];
+        return;
+    }
+    o->buf_from = sbt_sock_state(sock) == SBT_SOCK_LOCKED ? SBT_BUF_LISTENER
+                : policy == SBT_POLICY_AUTO ? SBT_BUF_AUTO
+                : SBT_BUF_SNDBUFTUNE;
+    o->buffer = effective > 0 ? (apr_uint64_t)effective
+                              : 2 * (apr_uint64_t)locked;
+}
+
+/** @a e's counter @a f less @a s's, or -1 if it went back (no counter of
+ *  a socket does: a sign of figures that do not belong together). */
+#define SBT_DIFF(e, s, f) ((e)->f >= (s)->f ? (apr_int64_t)((e)->f - (s)->f) \
+                                            : -1)
+
+/** The triage of the figures from @a s (read at @a s_at) to @a e. */
+static void sbt_judge(const sbt_tcp_info_t *s, apr_int64_t s_at,
+                      const sbt_tcp_info_t *e, apr_int64_t e_at,
+                      sbt_outcome_t *o)
+{
+    sbt_triage_in_t in = {0};
+    apr_int64_t busy = SBT_DIFF(e, s, busy_us);
+    apr_int64_t sndbuf = SBT_DIFF(e, s, sndbuf_limited_us);
+    apr_int64_t rwnd = SBT_DIFF(e, s, rwnd_limited_us);
+
+    in.elapsed_us = e_at - s_at;
+    in.chrono = (e->valid & s->valid & SBT_TI_CHRONO) && busy >= 0
+                && sndbuf >= 0 && rwnd >= 0;
+    in.busy_us = (apr_uint64_t)busy;
+    in.sndbuf_us = (apr_uint64_t)sndbuf;
+    in.rwnd_us = (apr_uint64_t)rwnd;
+    if (e->valid & s->valid & SBT_TI_BYTES_ACKED) {
+        in.acked = e->bytes_acked - s->bytes_acked;
+    }
+    if (e->valid & SBT_TI_BASE) {
+        in.srtt_us = e->rtt_us;
+        in.mss = e->snd_mss;
+        in.cwnd = e->snd_cwnd;
+    }
+    if (e->valid & SBT_TI_SND_WND) {
+        in.snd_wnd = e->snd_wnd;
+    }
+    in.buffer = o->buffer;
+    sbt_triage(&in, &o->triage);
+    o->srtt_us = in.srtt_us;
+    o->sndbuf_limited = in.chrono && sndbuf * 10 > in.elapsed_us;
+}
+
+static void sbt_note_ms(request_rec *r, const char *key, apr_uint64_t us)
+{
+    sbt_note_num(r, key, (apr_int64_t)(us / 1000));
+}
+
+/** The figures the kernel kept over the response, from @a s (read at
+ *  @a s_at) to @a e (at @a e_at), and its triage, as notes. */
+static void sbt_note_figures(request_rec *r, const sbt_tcp_info_t *s,
+                             apr_int64_t s_at, const sbt_tcp_info_t *e,
+                             apr_int64_t e_at, sbt_outcome_t *o)
+{
+    const sbt_triage_t *t = &o->triage;
+
+    sbt_judge(s, s_at, e, e_at, o);
+    if (t->verdict != SBT_VERDICT_UNKNOWN) {
+        sbt_note_ms(r, SBT_NOTE_LIMITED_MS, t->us[SBT_LIMIT_SNDBUF]);
+        sbt_note_ms(r, SBT_NOTE_RWND_MS, t->us[SBT_LIMIT_RWND]);
+        sbt_note_ms(r, SBT_NOTE_NETWORK_MS, t->us[SBT_LIMIT_NETWORK]);
+        sbt_note_ms(r, SBT_NOTE_APP_MS, t->us[SBT_LIMIT_APP]);
+    }
+    if (t->goodput) {
+        sbt_note_num(r, SBT_NOTE_GOODPUT, (apr_int64_t)t->goodput);
+    }
+    if (t->verdict != SBT_VERDICT_SHORT) {
+        apr_table_addn(r->notes, SBT_NOTE_VERDICT,
+                       sbt_limit_names[t->verdict]);
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r, "SndbufTune triage: "
+                  "%s (%s): elapsed=%" APR_INT64_T_FMT " busy=%"
+                  APR_UINT64_T_FMT " sndbuf=%" APR_UINT64_T_FMT " rwnd=%"
+                  APR_UINT64_T_FMT " acked=%" APR_UINT64_T_FMT " srtt=%u "
+                  "mss=%u cwnd=%u wnd=%u buffer=%" APR_UINT64_T_FMT " from=%d "
+                  "unacked=%u notsent=%u applimited=%d",
+                  sbt_limit_names[t->verdict], t->why, e_at - s_at,
+                  e->busy_us - s->busy_us,
+                  e->sndbuf_limited_us - s->sndbuf_limited_us,
+                  e->rwnd_limited_us - s->rwnd_limited_us,
+                  e->bytes_acked - s->bytes_acked, e->rtt_us, e->snd_mss,
+                  e->snd_cwnd, e->snd_wnd, o->buffer, (int)o->buf_from,
+                  e->unacked, e->notsent, e->app_limited);
     if (e->valid & SBT_TI_DELIVERY) {
         sbt_note_num(r, SBT_NOTE_DELIVERY, (apr_int64_t)e->delivery_rate * 8);
     }
@@ -296,8 +423,7 @@ static void sbt_note_figures(request_rec *r, const sbt_req_t *rq,
         sbt_note_num(r, SBT_NOTE_MIN_RTT, e->min_rtt_us);
     }
     if (e->valid & s->valid & SBT_TI_BASE) {
-        sbt_note_num(r, SBT_NOTE_RETRANS,
-                     (apr_int64_t)e->total_retrans - s->total_retrans);
+        sbt_note_num(r, SBT_NOTE_RETRANS, SBT_DIFF(e, s, total_retrans));
     }
 }
 
@@ -306,7 +432,8 @@ static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
 {
     sbt_conn_t *conn;
     sbt_auto_outcome_t ao = {0};
-    sbt_tcp_info_t end = {0};
+    sbt_tcp_info_t start = {0}, end = {0};
+    apr_int64_t start_at = 0, end_at = 0;
     sbt_sock_did_t did = {0};
     int requested;
 
@@ -322,22 +449,40 @@ static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
                       "no figures for its end");
     }
     else if (rq->measured) {
-        if (sbt_sock_info(&conn->sock, &end, &did) && !rq->shared) {
-            conn->last_end = end;
+        /* The end: one system call, and its part of the connection's
+         * figures counted (sbt_response_base). */
+        sbt_sock_info(&conn->sock, &end, &did);
+        end_at = sbt_clock_us();
+        start_at = sbt_response_base(conn, rq, &start);
+        if (end.valid) {
+            conn->counted = end;
+            conn->counted_at = end_at;
         }
+        conn->opened_at = 0;
         did.call = NULL;        /* figures for the notes: not counted */
-        sbt_sock_recheck(&conn->sock, &did);
+        /* None asks the socket nothing more. */
+        if (rq->d.tune.policy != SBT_POLICY_NONE) {
+            sbt_sock_recheck(&conn->sock, &did);
+        }
+        o->large = 1;
+        sbt_buffer_in_force(&conn->sock, rq->d.tune.policy, o);
     }
-    requested = sbt_sock_locked_at(&conn->sock);
-    o->effective = sbt_sock_effective(&conn->sock);
+    requested = sbt_requested(rq, &conn->sock);
+    if (rq->d.tune.policy != SBT_POLICY_NONE) {
+        o->effective = sbt_sock_effective(&conn->sock);
+    }
     sbt_conn_leave(r->connection);
 
     sbt_sock_tally(r->connection, &did, &rq->tally);
     o->clamped = rq->tally.clamped | ao.tally.clamped;
     o->failures = rq->tally.failures + ao.tally.failures;
-    sbt_note_num(r, SBT_NOTE_REQUESTED, requested ? requested : -1);
-    sbt_note_num(r, SBT_NOTE_EFFECTIVE, o->effective);
-    sbt_note_figures(r, rq, &end, o);
+    if (rq->d.tune.policy != SBT_POLICY_NONE) {
+        sbt_note_num(r, SBT_NOTE_REQUESTED, requested ? requested : -1);
+        sbt_note_num(r, SBT_NOTE_EFFECTIVE, o->effective);
+    }
+    if (o->large) {
+        sbt_note_figures(r, &start, start_at, &end, end_at, o);
+    }
     if (rq->au) {
         sbt_note_num(r, SBT_NOTE_RTT, ao.rtt_us);
         sbt_note_num(r, SBT_NOTE_BW, (apr_int64_t)ao.rate * 8);
@@ -365,27 +510,6 @@ static int sbt_log_transaction(request_rec *r)
     }
     sbt_status_record(&o);
     return DECLINED;
-}
-
-/** A listener whose send buffer core's SendBufferSize locked: every
- *  socket it accepts inherits the lock.  Read from the socket itself. */
-static void sbt_report_listeners(server_rec *s)
-{
-    ap_listen_rec *lr;
-
-    for (lr = ap_listeners; lr; lr = lr->next) {
-        int size = sbt_sock_listener_locked(lr->sd);
-
-        if (size) {
-            ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, "listener %pI: "
-                         "its send buffer is locked at %d bytes (core "
-                         "SendBufferSize), so every socket it accepts starts "
-                         "without kernel autotuning; SndbufTune overrides it "
-                         "per request (unset gives autotuning back), where "
-                         "none applies it stays: consider removing "
-                         "SendBufferSize", lr->bind_addr, size);
-        }
-    }
 }
 
 static void sbt_report_kernel(apr_pool_t *p, server_rec *s)
@@ -418,7 +542,6 @@ static int sbt_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     /* Once per start or restart, not again in the preflight pass. */
     if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
         sbt_report_kernel(ptemp, s);
-        sbt_report_listeners(s);
         sbt_config_warn_remoteip(ptemp, s);
     }
     return OK;

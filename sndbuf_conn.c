@@ -7,13 +7,29 @@
  */
 
 #include "httpd.h"
+#include "http_config.h"
 #include "http_connection.h"
+#include "http_core.h"
 #include "http_log.h"
 #include "http_protocol.h"
+#include "ap_listen.h"
+
+#include "apr_strings.h"
 
 #include "sndbuf_tune.h"
 
 APLOG_USE_MODULE(sndbuf_tune);
+
+/** A listener core's SendBufferSize locked: every socket it accepts
+ *  starts with its buffer (sk_sndbuf and the lock are copied). */
+typedef struct {
+    apr_sockaddr_t *addr;
+    int effective;              /**< getsockopt(SO_SNDBUF) of the listener */
+} sbt_listener_t;
+
+/* Read in post_config, before the children fork; they only read them. */
+static apr_array_header_t *sbt_locked_listeners;
+static const char *sbt_sendbuffersize_line;
 
 static sbt_conn_t *sbt_conn_get(const conn_rec *c)
 {
@@ -128,6 +144,27 @@ static int sbt_conn_protocol_switch(conn_rec *c, request_rec *r,
     return DECLINED;
 }
 
+/** The buffer @a c's listener locked it at (getsockopt's figure), or 0:
+ *  known without a system call. */
+static int sbt_conn_listener_lock(const conn_rec *c)
+{
+    const sbt_listener_t *l;
+    int i;
+
+    if (!sbt_locked_listeners) {
+        return 0;
+    }
+    l = (const sbt_listener_t *)sbt_locked_listeners->elts;
+    for (i = 0; i < sbt_locked_listeners->nelts; i++) {
+        if (l[i].addr->port == c->local_addr->port
+            && (apr_sockaddr_is_wildcard(l[i].addr)
+                || apr_sockaddr_equal(l[i].addr, c->local_addr))) {
+            return l[i].effective;
+        }
+    }
+    return 0;
+}
+
 static int sbt_conn_pre_connection(conn_rec *c, void *csd)
 {
     sbt_conn_t *conn;
@@ -144,7 +181,7 @@ static int sbt_conn_pre_connection(conn_rec *c, void *csd)
 #endif
     conn = apr_pcalloc(c->pool, sizeof(*conn));
     conn->csd = csd;
-    sbt_sock_init(&conn->sock, csd);
+    sbt_sock_init(&conn->sock, csd, sbt_conn_listener_lock(c));
     ap_set_module_config(c->conn_config, &sndbuf_tune_module, conn);
     /* Prior-knowledge h2c and ALPN h2 to the address's default vhost
      * pass no protocol switch before their streams start. */
@@ -155,8 +192,80 @@ static int sbt_conn_pre_connection(conn_rec *c, void *csd)
     return DECLINED;
 }
 
+const char *sbt_conn_sendbuffersize_line(void)
+{
+    return sbt_sendbuffersize_line;
+}
+
+/** The last SendBufferSize of the configuration (it is global: the last
+ *  one wins), as "file:line", or NULL. */
+static const char *sbt_find_sendbuffersize(apr_pool_t *p,
+                                           const ap_directive_t *d)
+{
+    const char *at = NULL, *inner;
+
+    for (; d; d = d->next) {
+        if (!ap_cstr_casecmp(d->directive, "SendBufferSize")) {
+            at = apr_psprintf(p, "%s:%d", d->filename, d->line_num);
+        }
+        if ((inner = sbt_find_sendbuffersize(p, d->first_child)) != NULL) {
+            at = inner;
+        }
+    }
+    return at;
+}
+
+/** Each listener core's SendBufferSize locked, read from the socket
+ *  itself, and a warning for it: its sockets start without autotuning. */
+static void sbt_conn_read_listeners(apr_pool_t *pconf, server_rec *s)
+{
+    ap_listen_rec *lr;
+
+    sbt_sendbuffersize_line = sbt_find_sendbuffersize(pconf, ap_conftree);
+    for (lr = ap_listeners; lr; lr = lr->next) {
+        sbt_listener_t *l;
+        int size = sbt_sock_listener_locked(lr->sd);
+
+        if (!size) {
+            continue;
+        }
+        if (!sbt_locked_listeners) {
+            sbt_locked_listeners = apr_array_make(pconf, 2, sizeof(*l));
+        }
+        l = apr_array_push(sbt_locked_listeners);
+        l->addr = lr->bind_addr;
+        l->effective = size;
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, "listener %pI: "
+                     "its send buffer is locked at %d bytes (core "
+                     "SendBufferSize%s%s), so every socket it accepts "
+                     "starts without kernel autotuning; SndbufTune overrides "
+                     "it per request (unset gives autotuning back), where "
+                     "none applies it stays: consider removing "
+                     "SendBufferSize", lr->bind_addr, size,
+                     sbt_sendbuffersize_line ? " at " : "",
+                     sbt_sendbuffersize_line ? sbt_sendbuffersize_line : "");
+    }
+}
+
+static int sbt_conn_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                                apr_pool_t *ptemp, server_rec *s)
+{
+    (void)plog; (void)ptemp;
+    /* Statics outlive nothing: a restart reloads this module. */
+    sbt_locked_listeners = NULL;
+    sbt_sendbuffersize_line = NULL;
+    /* Once per start or restart, not again in the preflight pass. */
+    if (ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_CREATE_PRE_CONFIG) {
+        sbt_conn_read_listeners(pconf, s);
+    }
+    return OK;
+}
+
 void sbt_conn_register_hooks(void)
 {
+    /* The listeners are open (the MPM's open_logs) and the children not
+     * yet forked: they inherit what was read. */
+    ap_hook_post_config(sbt_conn_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     /* Made in the connection's thread: streams never allocate from c->pool. */
     ap_hook_pre_connection(sbt_conn_pre_connection, NULL, NULL,
                            APR_HOOK_MIDDLE);

@@ -15,7 +15,12 @@
 
 #if defined(__linux__)
 #include <linux/tcp.h>          /* the full struct tcp_info; glibc's is cut */
+#include <linux/version.h>
 #define SBT_HAVE_TCP_INFO 1
+/* Headers older than the running kernel may lack the newest fields. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 4, 0)
+#define SBT_HAVE_SND_WND 1
+#endif
 #ifndef SO_BUF_LOCK
 #define SO_BUF_LOCK 72          /* asm-generic value, Linux >= 5.15 */
 #endif
@@ -81,6 +86,7 @@ void sbt_kernel_probe(void)
     }
     k->has_buf_lock = sbt_sock_sndbuf_locked(fd, &locked) == 0;
     k->has_tcp_info = sbt_sock_tcp_info(fd, &ti) == 0;
+    k->has_chrono = k->has_tcp_info && (ti.valid & SBT_TI_CHRONO);
     close(fd);
 }
 
@@ -289,17 +295,28 @@ int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
                  | (SBT_TI_HAS(len, tcpi_bytes_acked) ? SBT_TI_BYTES_ACKED : 0)
                  | (SBT_TI_HAS(len, tcpi_min_rtt) ? SBT_TI_MIN_RTT : 0)
                  | (SBT_TI_HAS(len, tcpi_delivery_rate) ? SBT_TI_DELIVERY : 0)
-                 | (SBT_TI_HAS(len, tcpi_sndbuf_limited) ? SBT_TI_CHRONO : 0);
+                 | (SBT_TI_HAS(len, tcpi_sndbuf_limited) ? SBT_TI_CHRONO : 0)
+                 | (SBT_TI_HAS(len, tcpi_notsent_bytes) ? SBT_TI_NOTSENT : 0);
     out->rtt_us = ti.tcpi_rtt;
     out->rttvar_us = ti.tcpi_rttvar;
     out->snd_mss = ti.tcpi_snd_mss;
     out->total_retrans = ti.tcpi_total_retrans;
     out->snd_cwnd = ti.tcpi_snd_cwnd;
+    out->unacked = ti.tcpi_unacked;
+    out->notsent = ti.tcpi_notsent_bytes;
     out->bytes_acked = ti.tcpi_bytes_acked;
     out->min_rtt_us = ti.tcpi_min_rtt;
     out->delivery_rate = ti.tcpi_delivery_rate;
     out->app_limited = ti.tcpi_delivery_rate_app_limited;
+    out->busy_us = ti.tcpi_busy_time;
+    out->rwnd_limited_us = ti.tcpi_rwnd_limited;
     out->sndbuf_limited_us = ti.tcpi_sndbuf_limited;
+#ifdef SBT_HAVE_SND_WND
+    if (SBT_TI_HAS(len, tcpi_snd_wnd)) {
+        out->valid |= SBT_TI_SND_WND;
+        out->snd_wnd = ti.tcpi_snd_wnd;
+    }
+#endif
     return 0;
 #else
     (void)fd;

@@ -21,6 +21,7 @@ typedef struct {
     apr_uint32_t tcp_wmem[3];  /**< net.ipv4.tcp_wmem: min, initial, max */
     int has_buf_lock;          /**< SO_BUF_LOCK works (Linux >= 5.15) */
     int has_tcp_info;          /**< TCP_INFO works */
+    int has_chrono;            /**< with the chronographs (>= 4.10) */
 } sbt_kernel_t;
 
 /** Set by sbt_kernel_probe() in post_config, before children fork. */
@@ -39,14 +40,24 @@ typedef struct {
     int app_limited;           /**< delivery_rate sample was app-limited */
     apr_uint64_t bytes_acked;
     apr_uint64_t delivery_rate;    /**< bytes per second */
+    /** The sender's chronographs (Linux >= 4.10): time with data to
+     *  send, and the parts of it blocked by the send buffer and by the
+     *  peer's window. */
+    apr_uint64_t busy_us;
+    apr_uint64_t rwnd_limited_us;
     apr_uint64_t sndbuf_limited_us;
+    apr_uint32_t snd_wnd;      /**< the peer's window, bytes (>= 5.4) */
+    apr_uint32_t unacked;      /**< segments in flight */
+    apr_uint32_t notsent;      /**< bytes queued, not yet sent (>= 4.6) */
 } sbt_tcp_info_t;
 
 #define SBT_TI_BASE        0x01  /**< every u32 field but min_rtt_us */
 #define SBT_TI_BYTES_ACKED 0x02
 #define SBT_TI_MIN_RTT     0x04
 #define SBT_TI_DELIVERY    0x08
-#define SBT_TI_CHRONO      0x10  /**< sndbuf_limited time */
+#define SBT_TI_CHRONO      0x10  /**< busy, rwnd- and sndbuf-limited time */
+#define SBT_TI_SND_WND     0x20
+#define SBT_TI_NOTSENT     0x40
 
 /** Microseconds on a clock nothing steps (CLOCK_MONOTONIC), for every
  *  interval the module times: the wall clock (apr_time_now) moves with a

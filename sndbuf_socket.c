@@ -46,10 +46,14 @@ static int sbt_initial_size(void)
                                   : SBT_DEFAULT_INITIAL;
 }
 
-void sbt_sock_init(sbt_sock_t *s, apr_socket_t *csd)
+void sbt_sock_init(sbt_sock_t *s, apr_socket_t *csd, int locked)
 {
     *s = (sbt_sock_t){.fd = sbt_sock_fd(csd), .state = SBT_SOCK_UNKNOWN,
                       .effective = -1};
+    if (locked > 0) {
+        s->state = SBT_SOCK_LOCKED;
+        s->effective = locked;
+    }
 }
 
 void sbt_sock_attach(sbt_sock_t *s, apr_socket_t *csd)
@@ -126,6 +130,11 @@ int sbt_sock_locked_at(const sbt_sock_t *s)
         return s->effective / 2;
     }
     return 0;
+}
+
+sbt_sock_state_e sbt_sock_state(const sbt_sock_t *s)
+{
+    return s->state;
 }
 
 int sbt_sock_known_size(const sbt_sock_t *s)

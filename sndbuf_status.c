@@ -74,6 +74,26 @@ static void sbt_add(apr_uint64_t *counter, apr_int64_t n)
     }
 }
 
+/** A large response's triage: its verdict, its time by limit, and what
+ *  the buffer's verdict needs for its words. */
+static void sbt_count_triage(sbt_triage_sum_t *t, const sbt_outcome_t *o)
+{
+    int i;
+
+    sbt_add(&t->large, 1);
+    for (i = 0; i < SBT_LIMITS; i++) {
+        sbt_add(&t->us[i], (apr_int64_t)o->triage.us[i]);
+    }
+    if (o->triage.verdict < SBT_LIMITS) {
+        sbt_add(&t->by[o->triage.verdict], 1);
+    }
+    if (o->triage.verdict == SBT_LIMIT_SNDBUF) {
+        sbt_add(&t->buf_from[o->buf_from], 1);
+        sbt_add(&t->buf_sum, (apr_int64_t)o->buffer);
+        sbt_add(&t->rtt_sum, o->srtt_us);
+    }
+}
+
 /** Add @a o to the slot of @a obj, if @a slots (set whenever sbt_shm is)
  *  gives it one. */
 static void sbt_count(apr_hash_t *slots, const void *obj,
@@ -91,6 +111,9 @@ static void sbt_count(apr_hash_t *slots, const void *obj,
     sbt_add(&slot->c.v[SBT_F_FAILURES], o->failures);
     sbt_add(&slot->c.hist[sbt_bucket(o->effective)], 1);
     sbt_add(&slot->c.hist_sum, o->effective);
+    if (o->large) {
+        sbt_count_triage(&slot->c.triage, o);
+    }
 }
 
 void sbt_status_record(const sbt_outcome_t *o)

@@ -36,7 +36,7 @@
 #define SBT_HIST_BUCKETS        (SBT_HIST_SIZES + 1)
 
 #define SBT_SHM_MAGIC           0x53425453u     /* "SBTS" */
-#define SBT_SHM_VERSION         2u
+#define SBT_SHM_VERSION         3u
 
 /* The segment outlives the module, which every restart unloads. */
 #define SBT_RETAINED_KEY        "mod_sndbuf_tune/status"
@@ -57,6 +57,8 @@ typedef struct {
     apr_uint64_t v[SBT_F_COUNT];
     apr_uint64_t hist[SBT_HIST_BUCKETS];
     apr_uint64_t hist_sum;      /**< the sizes counted, added up (_sum) */
+    /** What limited the large responses (64-bit words too). */
+    sbt_triage_sum_t triage;
 } sbt_counters_t;
 
 typedef struct {

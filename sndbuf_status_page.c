@@ -159,8 +159,11 @@ static apr_array_header_t *sbt_read_table(apr_pool_t *p, sbt_slot_t *table)
     return views;
 }
 
-/** Every vhost slot added up, as one view: a request counts in one, and
- *  a free slot holds zeros. */
+/** The vhost slots this configuration names added up, as one view: a
+ *  request counts in one.  A name no longer configured is left out (its
+ *  counts stay on the sndbuf-tune-status page until its slot is needed),
+ *  and so is a free slot, which a child of a generation before the last
+ *  full restart may still add to. */
 static apr_array_header_t *sbt_read_totals(apr_pool_t *p)
 {
     apr_array_header_t *one = apr_array_make(p, 1, sizeof(sbt_view_t));
@@ -169,9 +172,44 @@ static apr_array_header_t *sbt_read_totals(apr_pool_t *p)
 
     *total = (sbt_view_t){.name = "all vhosts", .configured = 1};
     for (i = 0; i <= SBT_STATUS_OTHER; i++) {
-        sbt_add_counters(&total->c, &sbt_shm->vhost[i].c);
+        if (sbt_shm->vhost[i].seen_gen == sbt_my_gen) {
+            sbt_add_counters(&total->c, &sbt_shm->vhost[i].c);
+        }
     }
     return one;
+}
+
+/* ---- What limited the large responses (sndbuf_triage.c) ---- */
+
+/** The words for view @a v (a rule's when @a rule). */
+static const char *sbt_triage_text(apr_pool_t *p, const sbt_view_t *v,
+                                   int rule)
+{
+    const char *at = sbt_conn_sendbuffersize_line();
+    char words[1024];
+
+    /* The file names shown as every name is: no control byte. */
+    sbt_triage_words(words, sizeof(words), &v->c.triage,
+                     sbt_kernel.has_chrono, at ? sbt_show_name(p, at) : NULL,
+                     rule ? v->name : NULL);
+    return apr_pstrdup(p, words);
+}
+
+/** The word of @a t's most frequent verdict: "-" before any, "unknown"
+ *  where the kernel cannot tell. */
+static const char *sbt_triage_word(const sbt_triage_sum_t *t)
+{
+    int i, top = -1;
+
+    if (!sbt_kernel.has_chrono && t->large) {
+        return sbt_limit_names[SBT_VERDICT_UNKNOWN];
+    }
+    for (i = 0; i < SBT_LIMITS; i++) {
+        if (t->by[i] && (top < 0 || t->by[i] > t->by[top])) {
+            top = i;
+        }
+    }
+    return top < 0 ? "-" : sbt_limit_names[top];
 }
 
 /* ---- ?auto: mod_status's "Key: value" lines ---- */
@@ -196,8 +234,41 @@ static void sbt_auto_counters(request_rec *r, const char *prefix,
                v->c.hist_sum);
 }
 
+/** ?auto: "<prefix><what><key>: <v>", or "unknown" where the kernel has
+ *  no chronographs (never 0). */
+static void sbt_auto_kernel_figure(request_rec *r, const char *prefix,
+                                   const char *what, const char *key,
+                                   apr_uint64_t v)
+{
+    ap_rprintf(r, "%s%s%s: %s\n", prefix, what, key, sbt_kernel.has_chrono
+               ? apr_psprintf(r->pool, "%" APR_UINT64_T_FMT, v) : "unknown");
+}
+
+/** ?auto: @a v's triage as "<prefix>Key: value" lines. */
+static void sbt_auto_triage(request_rec *r, const char *prefix,
+                            const sbt_view_t *v)
+{
+    static const char *const key[SBT_LIMITS] = {
+        "Sndbuf", "Rwnd", "Network", "App"
+    };
+    const sbt_triage_sum_t *t = &v->c.triage;
+    int i;
+
+    ap_rprintf(r, "%sLargeResponses: %" APR_UINT64_T_FMT "\n", prefix,
+               t->large);
+    for (i = 0; i < SBT_LIMITS; i++) {
+        sbt_auto_kernel_figure(r, prefix, "LimitedBy", key[i], t->by[i]);
+    }
+    for (i = 0; i < SBT_LIMITS; i++) {
+        sbt_auto_kernel_figure(r, prefix, "SendMs", key[i], t->us[i] / 1000);
+    }
+    ap_rprintf(r, "%sVerdict: %s\n", prefix, sbt_triage_word(t));
+}
+
+/** Each slot in use of @a table, its name and triage; with @a counters
+ *  (our page) the rest of its counters too, not on mod_status's. */
 static void sbt_auto_table(request_rec *r, const char *what,
-                           sbt_slot_t *table)
+                           sbt_slot_t *table, int counters)
 {
     apr_array_header_t *views = sbt_read_table(r->pool, table);
     const sbt_view_t *v = (const sbt_view_t *)views->elts;
@@ -207,9 +278,12 @@ static void sbt_auto_table(request_rec *r, const char *what,
         const char *prefix = apr_psprintf(r->pool, "SndbufTune%s[%d]", what,
                                           v[i].slot);
 
-        ap_rprintf(r, "%sName: %s\n%sConfigured: %d\n", prefix, v[i].name,
-                   prefix, v[i].configured);
-        sbt_auto_counters(r, prefix, &v[i]);
+        ap_rprintf(r, "%sName: %s\n", prefix, v[i].name);
+        if (counters) {
+            ap_rprintf(r, "%sConfigured: %d\n", prefix, v[i].configured);
+            sbt_auto_counters(r, prefix, &v[i]);
+        }
+        sbt_auto_triage(r, prefix, &v[i]);
     }
 }
 
@@ -219,8 +293,8 @@ static void sbt_page_auto(request_rec *r)
                APR_TIME_T_FMT "\nSndbufTuneSlots: %d\n", sbt_my_gen,
                apr_time_sec(sbt_shm->since), SBT_STATUS_SLOTS);
     ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_AUTO), r);
-    sbt_auto_table(r, "Vhost", sbt_shm->vhost);
-    sbt_auto_table(r, "Network", sbt_shm->rule);
+    sbt_auto_table(r, "Vhost", sbt_shm->vhost, 1);
+    sbt_auto_table(r, "Network", sbt_shm->rule, 1);
 }
 
 /* ---- HTML ---- */
@@ -292,6 +366,83 @@ static void sbt_html_table(request_rec *r, const char *what,
     ap_rputs("</table>\n", r);
 }
 
+/** The share of each limit in @a t's time as a bar of four colours (HTML
+ *  and inline CSS: no script, no file), with the shares in words. */
+static const char *sbt_html_bar(apr_pool_t *p, const sbt_triage_sum_t *t)
+{
+    static const char *const colour[SBT_LIMITS] = {
+        "#c0392b", "#e67e22", "#2980b9", "#95a5a6"
+    };
+    apr_uint64_t total = 0;
+    const char *bar = "", *words = "";
+    int i;
+
+    if (!sbt_kernel.has_chrono) {
+        return "unknown";
+    }
+    for (i = 0; i < SBT_LIMITS; i++) {
+        total += t->us[i];
+    }
+    if (!total) {
+        return "-";
+    }
+    for (i = 0; i < SBT_LIMITS; i++) {
+        double share = 100.0 * t->us[i] / total;
+
+        if (t->us[i]) {
+            bar = apr_psprintf(p, "%s<span title=\"%s %.0f%%\" style=\""
+                               "display:inline-block;height:1em;width:%.1f%%;"
+                               "background:%s\"></span>", bar,
+                               sbt_limit_names[i], share, share, colour[i]);
+        }
+        words = apr_psprintf(p, "%s%s%s %.0f%%", words, i ? " &middot; " : "",
+                             sbt_limit_names[i], share);
+    }
+    return apr_psprintf(p, "<div style=\"width:16em;border:1px solid #444;"
+                        "line-height:0;white-space:nowrap\">%s</div>"
+                        "<small>%s</small>", bar, words);
+}
+
+/** What limited the large responses of each of @a views, a row each: the
+ *  time by limit as a bar and the verdict in words; @a rule: the views
+ *  are SndbufTuneNetwork rules. */
+static void sbt_html_triage(request_rec *r, const char *what,
+                            apr_array_header_t *views, int rule)
+{
+    const sbt_view_t *v = (const sbt_view_t *)views->elts;
+    int i;
+
+    if (!views->nelts) {
+        return;
+    }
+    ap_rprintf(r, "<table border=\"1\">\n<tr><th>%s</th><th>large "
+               "responses</th><th>their time by limit</th><th>verdict</th>"
+               "</tr>\n", what);
+    for (i = 0; i < views->nelts; i++) {
+        ap_rprintf(r, "<tr><td class=\"n\">%s%s</td><td>%" APR_UINT64_T_FMT
+                   "</td><td class=\"n\">%s</td><td class=\"n\">%s</td>"
+                   "</tr>\n", ap_escape_html(r->pool, v[i].name),
+                   v[i].configured ? "" : " <i>(not configured now)</i>",
+                   v[i].c.triage.large, sbt_html_bar(r->pool, &v[i].c.triage),
+                   ap_escape_html(r->pool,
+                                  sbt_triage_text(r->pool, &v[i], rule)));
+    }
+    ap_rputs("</table>\n", r);
+}
+
+/** The triage of every vhost and rule, for both pages. */
+static void sbt_html_triage_all(request_rec *r, const char *h)
+{
+    ap_rprintf(r, "<%s>What limited the large responses</%s>\n<p>Responses "
+               "larger than the send buffer in force: the kernel's time "
+               "for each (sndbuf: blocked by the send buffer; rwnd: by the "
+               "client's window; network: the rest of the time it had "
+               "data to send; app: the time it had none), and the verdict "
+               "(docs/status.md).</p>\n", h, h);
+    sbt_html_triage(r, "vhost", sbt_read_table(r->pool, sbt_shm->vhost), 0);
+    sbt_html_triage(r, "rule", sbt_read_table(r->pool, sbt_shm->rule), 1);
+}
+
 static void sbt_page_html(request_rec *r)
 {
     ap_rputs(DOCTYPE_HTML_4_01 "<html><head>\n"
@@ -313,6 +464,7 @@ static void sbt_page_html(request_rec *r)
     sbt_html_table(r, "vhost", sbt_read_table(r->pool, sbt_shm->vhost));
     ap_rputs("<h2>SndbufTuneNetwork rules</h2>\n", r);
     sbt_html_table(r, "rule", sbt_read_table(r->pool, sbt_shm->rule));
+    sbt_html_triage_all(r, "h2");
     ap_rputs("<p>Also as <a href=\"?auto\">?auto</a>, and for Prometheus "
              "with <code>SetHandler " SBT_METRICS_HANDLER "</code>.</p>\n"
              "</body></html>\n", r);
@@ -350,10 +502,61 @@ static void sbt_prom_gauge(request_rec *r, const char *metric,
     ap_rprintf(r, "sndbuf_tune_%s %" APR_UINT64_T_FMT "\n", metric, value);
 }
 
-/** One table's metrics, sndbuf_tune_<what>_..., labelled <what>="name".
- *  The format wants each metric's lines together: one loop a metric. */
+/** The triage metrics of @a views, sndbuf_tune_<what>_..., labelled
+ *  <what>="name": these names are the issue's, for dashboards.  The
+ *  kernel's figures are left out where it has no chronographs (unknown,
+ *  not 0). */
+static void sbt_prom_triage(request_rec *r, const char *what,
+                            const apr_array_header_t *views)
+{
+    const sbt_view_t *v = (const sbt_view_t *)views->elts;
+    const char *m, *label;
+    int i, j;
+
+    m = apr_pstrcat(r->pool, what, "_large_responses_total", NULL);
+    sbt_prom_head(r, m, "counter", "Responses larger than the send buffer "
+                  "in force, measured from TCP_INFO at their start and end.");
+    for (i = 0; i < views->nelts; i++) {
+        ap_rprintf(r, "sndbuf_tune_%s{%s=\"%s\"} %" APR_UINT64_T_FMT "\n", m,
+                   what, sbt_prom_label(r->pool, v[i].name),
+                   v[i].c.triage.large);
+    }
+    if (!sbt_kernel.has_chrono) {
+        return;
+    }
+    m = apr_pstrcat(r->pool, what, "_send_seconds_total", NULL);
+    sbt_prom_head(r, m, "counter", "The kernel's time sending the large "
+                  "responses, by what limited it: the send buffer, the "
+                  "client's window, the network (the rest of the time with "
+                  "data to send), the server (the time with none).");
+    for (i = 0; i < views->nelts; i++) {
+        label = sbt_prom_label(r->pool, v[i].name);
+        for (j = 0; j < SBT_LIMITS; j++) {
+            ap_rprintf(r, "sndbuf_tune_%s{%s=\"%s\",limit=\"%s\"} %"
+                       APR_UINT64_T_FMT ".%06" APR_UINT64_T_FMT "\n", m, what,
+                       label, sbt_limit_names[j],
+                       v[i].c.triage.us[j] / 1000000,
+                       v[i].c.triage.us[j] % 1000000);
+        }
+    }
+    m = apr_pstrcat(r->pool, what, "_responses_limited_total", NULL);
+    sbt_prom_head(r, m, "counter", "Large responses by the verdict on what "
+                  "limited them (too short to tell: none).");
+    for (i = 0; i < views->nelts; i++) {
+        label = sbt_prom_label(r->pool, v[i].name);
+        for (j = 0; j < SBT_LIMITS; j++) {
+            ap_rprintf(r, "sndbuf_tune_%s{%s=\"%s\",by=\"%s\"} %"
+                       APR_UINT64_T_FMT "\n", m, what, label,
+                       sbt_limit_names[j], v[i].c.triage.by[j]);
+        }
+    }
+}
+
+/** One table's metrics, sndbuf_tune_<what>_..., labelled <what>="name";
+ *  its triage as sndbuf_tune_<triage>_..., <triage>="name".  The format
+ *  wants each metric's lines together: one loop a metric. */
 static void sbt_prom_table(request_rec *r, const char *what,
-                           sbt_slot_t *table)
+                           const char *triage, sbt_slot_t *table)
 {
     apr_array_header_t *views = sbt_read_table(r->pool, table);
     const sbt_view_t *v = (const sbt_view_t *)views->elts;
@@ -408,6 +611,7 @@ static void sbt_prom_table(request_rec *r, const char *what,
         ap_rprintf(r, "sndbuf_tune_%s{%s} %" APR_UINT64_T_FMT "\n", m,
                    label[i], v[i].c.hist[SBT_HIST_UNKNOWN]);
     }
+    sbt_prom_triage(r, triage, views);
 }
 
 static void sbt_page_metrics(request_rec *r)
@@ -418,8 +622,8 @@ static void sbt_page_metrics(request_rec *r)
                    "counters were last zeroed: start or full restart.",
                    (apr_uint64_t)apr_time_sec(sbt_shm->since));
     ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_PROM), r);
-    sbt_prom_table(r, "vhost", sbt_shm->vhost);
-    sbt_prom_table(r, "rule", sbt_shm->rule);
+    sbt_prom_table(r, "vhost", "vhost", sbt_shm->vhost);
+    sbt_prom_table(r, "rule", "network", sbt_shm->rule);
 }
 
 /* ---- Handler and mod_status section ---- */
@@ -480,17 +684,23 @@ static int sbt_mod_status_hook(request_rec *r, int flags)
         return OK;
     }
     if (flags & AP_STATUS_SHORT) {
-        sbt_auto_counters(r, "SndbufTuneTotal",
-                          (const sbt_view_t *)sbt_read_totals(r->pool)->elts);
+        const sbt_view_t *total =
+            (const sbt_view_t *)sbt_read_totals(r->pool)->elts;
+
+        sbt_auto_counters(r, "SndbufTuneTotal", total);
+        sbt_auto_triage(r, "SndbufTuneTotal", total);
         ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_AUTO), r);
+        sbt_auto_table(r, "Vhost", sbt_shm->vhost, 0);
+        sbt_auto_table(r, "Network", sbt_shm->rule, 0);
         return OK;
     }
     ap_rputs("<hr />\n<h2>mod_sndbuf_tune</h2>\n", r);
     sbt_html_table(r, "", sbt_read_totals(r->pool));
-    ap_rprintf(r, "<p>Since %s; per vhost and rule on a <code>SetHandler "
-               SBT_STATUS_HANDLER "</code> page.</p>\n",
+    ap_rprintf(r, "<p>Since %s; the other counters per vhost and rule on a "
+               "<code>SetHandler " SBT_STATUS_HANDLER "</code> page.</p>\n",
                ap_ht_time(r->pool, sbt_shm->since, "%Y-%m-%d %H:%M:%S %Z", 0));
     ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_HTML), r);
+    sbt_html_triage_all(r, "h3");
     return OK;
 }
 

@@ -18,6 +18,7 @@
 
 #include "sndbuf_kernel.h"
 #include "sndbuf_parse.h"
+#include "sndbuf_triage.h"
 
 extern module AP_MODULE_DECLARE_DATA sndbuf_tune_module;
 
@@ -91,7 +92,9 @@ typedef struct {
     int paced;                  /**< the kernel's pacing was turned on */
 } sbt_sock_did_t;
 
-void sbt_sock_init(sbt_sock_t *s, apr_socket_t *csd);
+/** A socket as accepted: autotuned, or locked by its listener at
+ *  @a locked (getsockopt's figure; 0: not locked, or unknown). */
+void sbt_sock_init(sbt_sock_t *s, apr_socket_t *csd, int locked);
 /** Re-read the descriptor of @a csd: -1 once the MPM has closed it (the
  *  bare number may already be another connection's). */
 void sbt_sock_attach(sbt_sock_t *s, apr_socket_t *csd);
@@ -113,6 +116,8 @@ int sbt_sock_refresh(sbt_sock_t *s, sbt_sock_did_t *did);
 void sbt_sock_recheck(sbt_sock_t *s, sbt_sock_did_t *did);
 /** The SO_SNDBUF argument in force if a lock holds it, else 0. */
 int sbt_sock_locked_at(const sbt_sock_t *s);
+/** Who governs the socket's buffer, as far as the module knows. */
+sbt_sock_state_e sbt_sock_state(const sbt_sock_t *s);
 /** The kernel's buffer as last seen, or its initial size if unknown. */
 int sbt_sock_known_size(const sbt_sock_t *s);
 /** Give a lock worse than autotuning back to it, at the size it has. */
@@ -161,9 +166,17 @@ typedef struct {
     /** sndbuf_conn.c: the HTTP/1 response auto follows while the event
      *  MPM writes it without a worker, or NULL; never past its pool. */
     sbt_auto_t *draining;
-    /** mod_sndbuf_tune.c: TCP_INFO where the previous response ended,
-     *  the next one's baseline; valid == 0: none. */
-    sbt_tcp_info_t last_end;
+    /** mod_sndbuf_tune.c: TCP_INFO (and when it was read, sbt_clock_us;
+     *  0: never) as far as responses have counted it, and where the
+     *  earliest response begun since the last one ended started.  A
+     *  response's figures run from the earlier of its own start and
+     *  that one, but not before what was counted: HTTP/2 streams and
+     *  pipelined responses overlap, and never count the connection's
+     *  time twice. */
+    sbt_tcp_info_t counted;
+    apr_int64_t counted_at;
+    sbt_tcp_info_t opened;
+    apr_int64_t opened_at;
 } sbt_conn_t;
 
 /** The primary connection's state for @a c (a stream's: its primary's),
@@ -175,6 +188,8 @@ void sbt_conn_leave(conn_rec *c);
 void sbt_conn_follow(sbt_conn_t *conn, sbt_auto_t *au, apr_pool_t *pool);
 /** The response @a c (a primary connection) follows, or NULL. */
 sbt_auto_t *sbt_conn_draining(conn_rec *c);
+/** Where core's SendBufferSize stands ("file:line"), or NULL. */
+const char *sbt_conn_sendbuffersize_line(void);
 void sbt_conn_register_hooks(void);
 
 /* mod_sndbuf_tune.c: per request */
@@ -196,6 +211,9 @@ typedef struct {
     sbt_tcp_info_t start;
     sbt_tally_t tally;
     sbt_auto_t *au;             /**< auto's controller, or NULL */
+    /** The SO_SNDBUF argument this response's own fixed size set (0:
+     *  none): on a shared socket another stream's may be in force. */
+    int own_size;
 } sbt_req_t;
 
 /* sndbuf_config.c */
@@ -264,6 +282,14 @@ typedef struct {
     int sndbuf_limited;         /**< for over 10% of the response time */
     int clamped;
     int failures;
+    /** A large response (outgrew the buffer in force): its triage, and
+     *  for the buffer's verdict, the buffer (as in sbt_triage_in_t), where
+     *  it came from and the RTT. */
+    int large;
+    sbt_triage_t triage;
+    apr_uint64_t buffer;
+    sbt_buf_source_e buf_from;
+    apr_uint32_t srtt_us;
 } sbt_outcome_t;
 
 /* sndbuf_status.c */

@@ -12,6 +12,14 @@
 #   h2, one connection, c (1m) then held d (unset): 2*1m locked: unset
 #       never shrinks a fixed size
 #   h2, one connection, d (unset) then held a (64k): 131072 locked
+#   each held stream's REQUESTED is its own policy's size (unset: none),
+#       not the size another stream holds the connection at; EFFECTIVE is
+#       the connection's
+#   h2, two downloads at once on one connection, read at 4 MB/s each: the
+#       kernel's time, which belongs to the connection, is counted once:
+#       the streams' busy times (sndbuf + rwnd + network notes) add up to
+#       what ss counted for the connection, within 10%, and all their
+#       time to the download's, not twice
 use strict;
 use warnings;
 use FindBin;
@@ -25,11 +33,12 @@ use SndbufTune::Setup qw(BIG_PATH BIG_SIZE BIG_SHA256 SMALL_PATH
 use SndbufTune::Checks qw(decision_ok lock_bit_is);
 use SndbufTune::Kernel qw(ss_sockets server_view view_str expected_fixed_tb);
 use SndbufTune::Util qw(poll_until sha256_file);
+use Time::HiRes ();
 
 my $curl_h2 = (`curl -V 2>/dev/null` =~ /^Features:.*\bHTTP2\b/m);
 
 # mod_http2 and mod_ssl are loaded unconditionally (t/run's base config)
-plan tests => 7, need({ 'curl with HTTP/2 support' => $curl_h2 });
+plan tests => 8, need({ 'curl with HTTP/2 support' => $curl_h2 });
 
 my $port    = vhost_port('sndbuf');
 my $sslport = vhost_port('sndbuf_ssl');
@@ -166,7 +175,7 @@ subtest 'h2c held download unset.test: primary socket' => sub {
 # a.ssl.test, and c.ssl.test/d.ssl.test share its certificate, so mod_ssl
 # accepts their streams on it. The last stream is a held download.
 sub multi_stream {
-    my ($label, $hosts, $held, $want_tb) = @_;
+    my ($label, $hosts, $held, $want_tb, $want_req) = @_;
     my @args;
     my $i = 0;
     # no headers of an earlier call's streams may pass for this one's
@@ -212,22 +221,73 @@ sub multi_stream {
     }
     is($held_h && $held_h->{'x-sndbuf-effective'}, $want_tb,
        'held stream reports the primary socket\'s SO_SNDBUF');
+    is($held_h && $held_h->{'x-sndbuf-requested'}, $want_req,
+       "held stream's REQUESTED is its own policy's ($want_req), not the "
+       . 'size another stream set');
 }
 
 # 5. the largest fixed size wins; a smaller one does not shrink it
 subtest 'h2 one connection: 64k, 1m, unset, then held 64k' => sub {
     multi_stream('64k,1m,unset', ['a.ssl.test', 'c.ssl.test', 'd.ssl.test'],
-                 'a.ssl.test', expected_fixed_tb(1024 * 1024));
+                 'a.ssl.test', expected_fixed_tb(1024 * 1024), 65536);
 };
 
 # 6. unset never shrinks a fixed size
 subtest 'h2 one connection: 1m, then held unset' => sub {
     multi_stream('1m', ['c.ssl.test'], 'd.ssl.test',
-                 expected_fixed_tb(1024 * 1024));
+                 expected_fixed_tb(1024 * 1024), '-');
 };
 
 # 7. a fixed size after unset applies
 subtest 'h2 one connection: unset, then held 64k' => sub {
     multi_stream('unset', ['d.ssl.test'], 'a.ssl.test',
-                 expected_fixed_tb(65536));
+                 expected_fixed_tb(65536), 65536);
+};
+
+# 8. two streams at once: the connection's time counted once
+subtest 'h2 two streams at once: the connection\'s seconds counted once' => sub {
+    my $log = Apache::Test::vars('serverroot') . '/logs/sndbuf_log';
+    my $from = -s $log // 0;
+    my $url = $tls_url . BIG_PATH;
+    my $t0 = Time::HiRes::time();
+    # -Z: both transfers at once, multiplexed on one connection
+    my $pid = curl_bg(@tls, '-Z', '--limit-rate', '4M', '-o', '/dev/null',
+                      '-o', '/dev/null', $url, $url);
+    my $cport = curl_port($pid, $sslport);
+    ok($cport, "curl's connection found") or do { stop_curl($pid); return };
+    my ($last, %conns);
+    while (waitpid($pid, POSIX::WNOHANG()) == 0) {
+        for my $v (ss_sockets(sport => $sslport, state => 'established')) {
+            $conns{ $v->{pport} } = 1 if ($v->{pid} // 0) == 0;
+            $last = $v if $v->{pport} == $cport;
+        }
+        Time::HiRes::sleep(0.1);
+    }
+    my $wall_ms = 1000 * (Time::HiRes::time() - $t0);
+    is(scalar keys %conns, 1, 'one connection') or return;
+    my ($e) = poll_until(10, sub {
+        open my $fh, '<', $log or return undef;
+        seek $fh, $from, 0;
+        my @l = grep { /:$cport "GET \Q${\ BIG_PATH}\E / } <$fh>;
+        return @l == 2 ? \@l : undef;
+    });
+    my @e = @{ $e || [] };
+    is(scalar @e, 2, 'both streams logged') or return;
+    my ($busy, $all) = (0, 0);
+    for (@e) {
+        my %f = /\b(\w+_ms)=(\d+)/g;
+        note("stream: $_");
+        $busy += ($f{sndbuf_ms} // 0) + ($f{rwnd_ms} // 0)
+               + ($f{network_ms} // 0);
+        $all += ($f{sndbuf_ms} // 0) + ($f{rwnd_ms} // 0)
+              + ($f{network_ms} // 0) + ($f{app_ms} // 0);
+    }
+    my $ss_busy = $last ? $last->{busy_ms} : -1;
+    note("streams' busy $busy ms, all $all ms; ss busy $ss_busy ms by its "
+         . "last sample; the download took $wall_ms ms");
+    cmp_ok($busy, '<=', 1.1 * $ss_busy + 100, 'the streams\' busy time: at '
+           . 'most what ss counted for the connection (+10%)');
+    cmp_ok($busy, '>=', 0.9 * $ss_busy - 100, 'and at least (-10%)');
+    cmp_ok($all, '<=', $wall_ms, 'all their time: no more than the '
+           . 'download took');
 };

@@ -8,7 +8,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
-use Test::More tests => 3 + 7 + 113 + 190 + 183 + 3 + 6;
+use Test::More tests => 3 + 7 + 113 + 192 + 183 + 3 + 6;
 use SndbufTune::Status ();
 
 my $mpm = 'prefork';
@@ -24,7 +24,7 @@ ok(SndbufTune::Status::access_and_formats($mpm),
 # every format, odd names, (other), mod_status's section
 ok(SndbufTune::Status::load_gen1($mpm, $N), "$mpm: load 1 counted")
     or exit 1;
-# 190: apache2 -k graceful into a reordered configuration; counters kept
+# 192: apache2 -k graceful into a reordered configuration; counters kept
 ok(SndbufTune::Status::graceful_gen2($mpm, $N, $gen1),
    "$mpm: graceful restart keeps the counters") or exit 1;
 # 183: apache2 -k restart; counters start over

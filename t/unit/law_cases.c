@@ -12,22 +12,8 @@
 #include <string.h>
 
 #include "../../sndbuf_law.h"
+#include "tap.h"
 
-static int sbt_t_n, sbt_t_failed;
-
-static void ok(int cond, const char *name)
-{
-    printf("%sok %d - %s\n", cond ? "" : "not ", ++sbt_t_n, name);
-    sbt_t_failed += !cond;
-}
-
-static void is_i(int64_t got, int64_t want, const char *name)
-{
-    ok(got == want, name);
-    if (got != want) {
-        printf("#   got %" PRId64 ", expected %" PRId64 "\n", got, want);
-    }
-}
 
 #define MSS     1448
 #define MS      1000
@@ -1117,6 +1103,5 @@ int main(void)
     test_loopback_cap();
     test_edges();
     test_overflow();
-    printf("1..%d\n", sbt_t_n);
-    return sbt_t_failed != 0;
+    return done_testing();
 }

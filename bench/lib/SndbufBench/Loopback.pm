@@ -16,7 +16,8 @@ use SndbufBench::Common qw(:all);
 # median's 95% interval 0.08 wide (0.926-1.007 on 12-05), four times the
 # 2% the target allows; twice the rounds narrow it by about 1/sqrt(2).
 our %LOOPBACK = (reps => [36, 3], secs => [3, 2],
-                strace_requests => 10000, callgrind_requests => [1000, 6000]);
+                strace_requests => 10000, callgrind_requests => [1000, 6000],
+                strace_large => 20);
 
 # Each round starts its own servers: two servers of one configuration
 # differ by up to 3% in req/s for as long as they run (the mean of six
@@ -70,17 +71,8 @@ sub run {
     # (futex, epoll_ctl: the hand-offs between its threads) move by.
     my %srv = map { $_ => $LOOPBACK_SERVERS{$_}->('strace') } qw(auto nomod control);
     for my $k (sort keys %srv) {
-        my @kids = $srv{$k}->child_pids;
         my $trace = "$srv{$k}{dir}/strace.txt";
-        my $pid = fork;
-        die "fork: $!" unless defined $pid;
-        if (!$pid) {
-            open STDOUT, '>', '/dev/null';
-            open STDERR, '>', '/dev/null';
-            exec 'strace', '-c', '-f', '-qq', '-o', $trace,
-                 map({ ('-p', $_) } @kids) or POSIX::_exit(127);
-        }
-        Time::HiRes::sleep(1);      # attached (strace prints nothing on -qq)
+        my $pid = strace_attach($srv{$k}, $trace, '-c');
         my ($requests, $wrk_runs) = (0, 0);
         while ($requests < $LOOPBACK{strace_requests} && $wrk_runs < 30) {
             $requests += wrk_run($srv{$k}->url('/small.html'), 2, 4)->{requests};
@@ -105,9 +97,59 @@ sub run {
              $k, $requests, $wrk_runs, $L{strace}{$k}{per_request} // 0);
     }
     $_->stop for values %srv;
+    $L{strace_large} = strace_large();
     my %cg = map { $_ => callgrind_per_request($_) } qw(auto nomod);
     $L{callgrind} = \%cg if defined $cg{auto} && defined $cg{nomod};
     $RES{loopback} = \%L;
+}
+
+# strace (options @opts, output into $trace) attached to $srv's worker
+# processes, following their threads; its pid, once it is attached.
+sub strace_attach {
+    my ($srv, $trace, @opts) = @_;
+    my $pid = fork;
+    die "fork: $!" unless defined $pid;
+    if (!$pid) {
+        open STDOUT, '>', '/dev/null';
+        open STDERR, '>', '/dev/null';
+        exec 'strace', @opts, '-f', '-qq', '-o', $trace,
+             map({ ('-p', $_) } $srv->child_pids) or POSIX::_exit(127);
+    }
+    Time::HiRes::sleep(1);          # attached (strace prints nothing on -qq)
+    return $pid;
+}
+
+# The socket calls per large response with the module loaded and nothing
+# configured (SndbufTune none everywhere): strace -f on the worker process
+# while curl fetches a 4 MiB file strace_large times, each on a fresh
+# connection. The triage reads TCP_INFO when a response outgrows the
+# buffer and when it ends: 2 getsockopt(TCP_INFO), no other getsockopt,
+# no setsockopt of the module's (httpd's own TCP_CORK around sendfile
+# are counted apart).
+sub strace_large {
+    my $srv = loopback_server('lo-large', module => $SO);
+    $srv->add_file('/large.bin', 'x' x (4 << 20));
+    my $trace = "$srv->{dir}/strace-large.txt";
+    my $pid = strace_attach($srv, $trace, '-e', 'trace=getsockopt,setsockopt');
+    my $n = $LOOPBACK{strace_large};
+    shell("curl -s -o /dev/null '" . $srv->url('/large.bin') . "'")
+        for 1 .. $n;
+    kill 'INT', $pid;
+    waitpid $pid, 0;
+    my %calls = map { ($_ => 0) } qw(tcp_info getsockopt setsockopt cork);
+    open my $fh, '<', $trace or die "bench/run: strace output: $!\n";
+    while (<$fh>) {
+        next unless /\b(get|set)sockopt\(\d+, \w+, (\w+)/;
+        $calls{ $2 eq 'TCP_INFO' ? 'tcp_info' : $2 eq 'TCP_CORK' ? 'cork'
+                : "$1sockopt" }++;
+    }
+    close $fh;
+    $srv->stop;
+    say_(sprintf '  strace large: %d responses of 4 MiB, nothing configured: '
+         . '%.2f getsockopt(TCP_INFO), %.2f other getsockopt, %.2f '
+         . 'setsockopt (and httpd\'s TCP_CORK: %.2f) per response', $n,
+         map { $calls{$_} / $n } qw(tcp_info getsockopt setsockopt cork));
+    return { responses => $n, calls => \%calls };
 }
 
 # The instructions a server's worker runs in user space per small request,
@@ -244,6 +286,25 @@ sub section {
             head => ['syscall', 'auto', 'no module', 'added by the module',
                      'control (no module again) minus no module'],
             align => 'lrrrr', rows => \@rows };
+    }
+    if (my $lg = $L->{strace_large}) {
+        push @t, { title => 'loopback: socket calls per large response, '
+                . 'nothing configured',
+            intro => sprintf('The module loaded and no `SndbufTune` line: a '
+                . 'response larger than the send buffer in force is triaged '
+                . '(TCP_INFO when it outgrows the buffer and when it ends), a '
+                . 'small one makes no call (the table above). `strace -c -f` '
+                . 'on the worker process while curl fetches a 4 MiB file %d '
+                . 'times, a connection each:', $lg->{responses}),
+            head => ['call', 'per response', 'expected'],
+            align => 'lrr',
+            rows => [ map { [ $_->[1], sprintf('%.2f', $lg->{calls}{ $_->[0] }
+                                                / $lg->{responses}),
+                              $_->[2] ] }
+                      ['tcp_info', 'getsockopt(TCP_INFO)', '2.00'],
+                      ['getsockopt', 'other getsockopt', '0.00'],
+                      ['setsockopt', 'setsockopt (but TCP_CORK)', '0.00'],
+                      ['cork', "httpd's own setsockopt(TCP_CORK)", ''] ] };
     }
     if (my $cg = $L->{callgrind}) {
         my $d = $cg->{auto} - $cg->{nomod};

@@ -31,6 +31,8 @@ package SndbufTune::Server;
 #   log_level   LogLevel ('info sndbuf_tune:debug')
 #   access_log  1 (default): DIR/logs/access_log with @LOG_FIELDS; 0: none
 #   decision_headers  1: X-Sndbuf-Policy/-Requested/-Effective headers
+#   status_pages  1: the module's status page at /sbt-status and its
+#               metrics at /sbt-metrics
 #   sendfile    1/0: EnableSendfile On/Off (default: httpd's, Off)
 #   timeout     Timeout (30)
 #   keep        1: the server and its directory outlive this process (demo)
@@ -70,6 +72,12 @@ our @LOG_FIELDS = (
     [delivery_bps => '%{SNDBUF_TUNE_DELIVERY_BPS}n'],
     [min_rtt_us => '%{SNDBUF_TUNE_MIN_RTT_US}n'],
     [retrans => '%{SNDBUF_TUNE_RETRANS}n'],
+    [sndbuf_ms => '%{SNDBUF_TUNE_SNDBUF_LIMITED_MS}n'],
+    [rwnd_ms => '%{SNDBUF_TUNE_RWND_LIMITED_MS}n'],
+    [network_ms => '%{SNDBUF_TUNE_NETWORK_MS}n'],
+    [app_ms => '%{SNDBUF_TUNE_APP_MS}n'],
+    [goodput_bps => '%{SNDBUF_TUNE_GOODPUT_BPS}n'],
+    [verdict => '%{SNDBUF_TUNE_VERDICT}n'],
 );
 
 my %LIVE;           # started by this process and not stopped (for END)
@@ -183,6 +191,9 @@ EOF
     }
     $text .= join '', map { qq{Header always set X-Sndbuf-$_ "%{SNDBUF_TUNE_\U$_\E}e"\n} }
         qw(Policy Requested Effective) if $self->{decision_headers};
+    $text .= join '', map { "<Location /sbt-$_->[0]>\n    SetHandler "
+                            . "sndbuf-tune-$_->[1]\n</Location>\n" }
+        [status => 'status'], [metrics => 'metrics'] if $self->{status_pages};
     return $text . "# ---- the caller's configuration ----\n" . $self->_body . "\n";
 }
 

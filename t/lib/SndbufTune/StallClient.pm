@@ -16,6 +16,9 @@ package SndbufTune::StallClient;
 # the connection's end.
 #
 #   my $c = SndbufTune::StallClient->new(port => $port);   # host, sni, timeout
+#   (rcvbuf => N: SO_RCVBUF set before the handshake, so the window it
+#   advertises, and its scale, come from it: a client with a small window;
+#   local_port => N: the client's port, to find its socket in ss)
 #   $c->request('/big', 'a.test');          # headers only; then read_body(N),
 #   $c->read_body(65536);                   # finish_body(): (bytes, sha256)
 #   my ($status, $headers, $body) = $c->get('/f', host => 'a.test');
@@ -33,7 +36,8 @@ use Digest::SHA ();
 use IO::Select;
 use MIME::Base64 ();
 use IO::Socket::INET;
-use Socket qw(IPPROTO_TCP TCP_QUICKACK);
+use Socket qw(IPPROTO_TCP TCP_QUICKACK SOL_SOCKET SO_RCVBUF inet_aton
+              pack_sockaddr_in);
 
 sub new {
     my ($class, %a) = @_;
@@ -59,12 +63,25 @@ sub new {
         ) or die "TLS connect to $self->{host}:$self->{port} (SNI $a{sni}): "
                  . IO::Socket::SSL::errstr();
     }
+    elsif ($a{rcvbuf}) {
+        # the window scale is fixed by the SYN: the buffer comes first
+        $sock = IO::Socket::INET->new(Proto => 'tcp',
+                                      ($a{local_port}
+                                       ? (LocalPort => $a{local_port}) : ()))
+            or die "socket: $!";
+        setsockopt($sock, SOL_SOCKET, SO_RCVBUF, $a{rcvbuf})
+            or die "SO_RCVBUF $a{rcvbuf}: $!";
+        $sock->connect(pack_sockaddr_in($self->{port},
+                                        inet_aton($self->{host})))
+            or die "connect to $self->{host}:$self->{port}: $!";
+    }
     else {
         $sock = IO::Socket::INET->new(
             PeerHost => $self->{host},
             PeerPort => $self->{port},
             Proto    => 'tcp',
             Timeout  => $self->{timeout},
+            ($a{local_port} ? (LocalPort => $a{local_port}) : ()),
         ) or die "connect to $self->{host}:$self->{port}: $!";
     }
     $sock->autoflush(1);

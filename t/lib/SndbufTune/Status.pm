@@ -270,6 +270,9 @@ sub status_auto {
         if ($k eq 'Name') { $v->{name} = utf8_text($kv->{$key}) // $kv->{$key} }
         elsif ($k eq 'Configured') { $v->{configured} = $kv->{$key} }
         elsif ($k eq 'EffectiveSum') { $v->{effective_sum} = $kv->{$key} }
+        elsif ($k =~ /^(LargeResponses|LimitedBy\w+|SendMs\w+|Verdict)$/) {
+            $v->{triage}{$k} = $kv->{$key};
+        }
         elsif ($k =~ /^Effective(Unknown|Above\d+|\d+)$/) {
             # by its bound; 'above' and 'unknown' for the last two
             my $b = $1;
@@ -501,6 +504,23 @@ sub check_prom {
                     "${what}_effective_sndbuf_bytes_sum", @l);
             $want->($e->{unknown},
                     "${what}_effective_sndbuf_unknown_total", @l);
+            # the triage: sndbuf_tune_vhost_... and sndbuf_tune_network_...
+            my $tw = $what eq 'rule' ? 'network' : $what;
+            my @tl = ($tw => $v->{name});
+            my $t = $v->{triage} || {};
+            $want->($t->{LargeResponses}, "${tw}_large_responses_total", @tl);
+            for my $lim (qw(Sndbuf Rwnd Network App)) {
+                $want->($t->{"LimitedBy$lim"}, "${tw}_responses_limited_total",
+                        @tl, by => lc $lim);
+                # ?auto in ms, the metric in seconds to the microsecond
+                my $k = prom_key("sndbuf_tune_${tw}_send_seconds_total", @tl,
+                                 limit => lc $lim);
+                $seen{$k} = 1;
+                push @why, "$k: " . ($m->{$k} // 'none') . ", ?auto: "
+                    . ($t->{"SendMs$lim"} // 'none') . ' ms'
+                    unless defined $m->{$k} && defined $t->{"SendMs$lim"}
+                        && int($m->{$k} * 1000 + 1e-6) == $t->{"SendMs$lim"};
+            }
         }
     }
     my @extra = grep { !$seen{$_} && !/\Q=status.test:$PORT\E(\0|$)/ } keys %$m;
@@ -1066,6 +1086,15 @@ sub graceful_gen2 {
     my $other = by_name($j->{vhosts}, '(other)');
     check($other && $other->{requests_none} == 3 && !$other->{configured},
           "$mpm: (other) kept its counts, nothing maps there now");
+    # mod_status's totals: the names configured now, so not (other)'s 3
+    # (the ?auto request just made may count or not yet)
+    my $configured = 0;
+    $configured += $_->{requests_none}
+        for grep { $_->{configured} } @{ $j->{vhosts} };
+    my $total = check_mod_status_auto("$mpm gen 2")->{SndbufTuneTotalRequestsNone};
+    check(defined $total && ($total == $configured || $total == $configured + 1),
+          "$mpm: mod_status totals count only the vhosts configured now",
+          "total $total, configured vhosts $configured (+1)");
 
     my $log_from = -s $SRV->access_log;
     my $bad = load($PROCS, $ROUNDS, targets(@names, 'new.test'));

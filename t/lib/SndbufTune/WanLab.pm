@@ -14,6 +14,9 @@ package SndbufTune::WanLab;
 #   $srv->stop; $lab->down;            # (also on DESTROY, END and signals)
 #
 # curl_start/sample_while/curl_wait do the same for many downloads at once.
+# get() is download() with the suite's own client (t/helpers/http-get):
+# several responses on one connection, idle pauses between them, a small
+# receive window (rcvbuf).
 #
 # WANLAB_INSTANCE=NAME (see t/wan/README.md) selects the lab: its
 # namespaces are the ones `wanlab status` names, so two engineers' labs
@@ -648,6 +651,49 @@ sub download {
     my $res = $self->curl_wait($job);
     my $series = ref($self)->series($samples)->{ $job->{local_port} } || [];
     return { res => $res, ss => $series, port => $job->{local_port} };
+}
+
+# GET each of $a{paths} in turn on one connection from the client
+# namespace with t/helpers/http-get (the suite's client, StallClient), to
+# $a{srv} (Host: $a{host}); rcvbuf: its SO_RCVBUF; pause: seconds idle
+# (connection open) after each response. ss samples the server socket
+# meanwhile (interval, 0.1 s). Returns { res => [ per response: req status
+# bytes sha256 sent done (epoch seconds) ], ss => [ [t, ss hash] ], port,
+# t0 => the epoch second of t = 0, error => its stderr if it failed }.
+sub get {
+    my ($self, %a) = @_;
+    $PORT_NEXT = 20000 if $PORT_NEXT > 60000;
+    my $port = $PORT_NEXT++;
+    my $out = File::Temp->new(TEMPLATE => '/tmp/wanlab-get-XXXXXX');
+    my @cmd = (top_dir() . '/t/helpers/http-get', '--addr', $a{srv}{addr},
+               '--port', $a{srv}->port, '--local-port', $port);
+    push @cmd, '--host', $a{host} if $a{host};
+    push @cmd, '--rcvbuf', $a{rcvbuf} if $a{rcvbuf};
+    push @cmd, '--pause', $a{pause} if $a{pause};
+    my $job = { local_port => $port, t0 => Time::HiRes::time() };
+    $job->{pid} = fork // die "fork: $!";
+    if (!$job->{pid}) {
+        open STDOUT, '>', $out->filename or POSIX::_exit(126);
+        open STDERR, '>&', \*STDOUT;
+        open STDIN, '<', '/dev/null';
+        exec('ip', 'netns', 'exec', $self->{ns_client}, @cmd, @{ $a{paths} })
+            or POSIX::_exit(127);
+    }
+    $JOBS{ $job->{pid} } = $job;
+    my $samples = $self->sample_while(job => $job,
+                                      interval => $a{interval} // 0.1,
+                                      sport => $a{srv}->port);
+    my (@res, @err);
+    open my $fh, '<', $out->filename or die "http-get output: $!";
+    while (my $l = <$fh>) {
+        chomp $l;
+        if ($l =~ /^req=/) { push @res, { map { split /=/, $_, 2 } split ' ', $l } }
+        elsif ($l =~ /\S/) { push @err, $l }
+    }
+    close $fh;
+    return { res => \@res, port => $port, t0 => $job->{t0},
+             error => ($job->{status} || @err) ? join(' ', @err) : undef,
+             ss => ref($self)->series($samples)->{$port} || [] };
 }
 
 # A SndbufTune::Server in the server namespace on 198.18.0.1:80, run as
