@@ -78,8 +78,8 @@ t/unit/triage_cases: t/unit/triage_cases.c t/unit/tap.h sndbuf_triage.c \
 # The network rules (sndbuf_rules.c) against APR's own matching, which
 # Require ip uses: APR and httpd's headers, no server.
 APR_CONFIG = $(shell $(APXS) -q APR_CONFIG 2>/dev/null || echo apr-1-config)
-t/unit/rules_cases: t/unit/rules_cases.c sndbuf_rules.c sndbuf_parse.c \
-                    sndbuf_tune.h sndbuf_parse.h
+t/unit/rules_cases: t/unit/rules_cases.c t/unit/tap.h sndbuf_rules.c \
+                    sndbuf_parse.c sndbuf_tune.h sndbuf_parse.h
 	$(PARSE_CC) $(filter-out -std=c99,$(PARSE_CFLAGS)) \
 	    -I$(shell $(APXS) -q INCLUDEDIR) \
 	    $(shell $(APR_CONFIG) --includes --cppflags) -o $@ $< \

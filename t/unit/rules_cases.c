@@ -19,14 +19,7 @@
 #include "apr_strings.h"
 
 #include "../../sndbuf_tune.h"
-
-static int sbt_t_n, sbt_t_failed;
-
-static void ok(int cond, const char *name)
-{
-    printf("%sok %d - %s\n", cond ? "" : "not ", ++sbt_t_n, name);
-    sbt_t_failed += !cond;
-}
+#include "tap.h"
 
 static apr_pool_t *pool;
 
@@ -136,14 +129,11 @@ static void match(unsigned int i)
     const char *name = got ? got->tune.rule : "no rule";
     const char *want = sbt_cases[i].want ? sbt_cases[i].want : "no rule";
 
-    ok(!strcmp(name, want),
-       apr_psprintf(pool, "%s gets %s (vhost: %s; main server: %s)",
-                    sbt_cases[i].ip, want,
-                    sbt_cases[i].own ? sbt_cases[i].own : "none",
-                    sbt_cases[i].base ? sbt_cases[i].base : "none"));
-    if (strcmp(name, want)) {
-        printf("#   got %s\n", name);
-    }
+    is_s(name, want,
+         apr_psprintf(pool, "%s gets %s (vhost: %s; main server: %s)",
+                      sbt_cases[i].ip, want,
+                      sbt_cases[i].own ? sbt_cases[i].own : "none",
+                      sbt_cases[i].base ? sbt_cases[i].base : "none"));
 }
 
 static void as_apr(unsigned int i)
@@ -180,7 +170,6 @@ int main(void)
     for (i = 0; i < SBT_COUNT(sbt_as_apr); i++) {
         as_apr(i);
     }
-    printf("1..%d\n", sbt_t_n);
     apr_terminate();
-    return sbt_t_failed != 0;
+    return done_testing();
 }

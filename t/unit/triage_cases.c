@@ -14,15 +14,6 @@
 #include "../../sndbuf_triage.h"
 #include "tap.h"
 
-
-static void is_s(const char *got, const char *want, const char *name)
-{
-    ok(!strcmp(got, want), name);
-    if (strcmp(got, want)) {
-        printf("#   got      '%s'\n#   expected '%s'\n", got, want);
-    }
-}
-
 static sbt_limit_e verdict(const sbt_triage_in_t *in)
 {
     sbt_triage_t t;
