@@ -16,6 +16,10 @@
 #             purpose is not ```apache (```text).
 #   links     every relative link of a page leads to a file, and to a heading
 #             of it where it names one.
+#   fields    every access log field a page names in backquotes, as the log
+#             writes it (`sndbuf_ms=`) or by a name that ends like one
+#             (`rwnd_ms`, `goodput_bps`, `rtt_us`), is a field of the
+#             sndbuf_tune LogFormat of conf/sndbuf_tune.conf.
 #   messages  every line of a ```log block, and of an unlabelled block whose
 #             lines look like the module's log ("[... sndbuf_tune:...]" or
 #             "SndbufTune ..."), is a message the code can print. The error
@@ -293,6 +297,30 @@ for my $page (@PAGES) {
         }
     }
     ok(!%bad, "$page names only directives that exist")
+        or diag(join "\n", map { "$page:@{ $bad{$_} }: $_" } sort keys %bad);
+}
+
+# ------------------------------------------------------------ fields --
+
+my %FIELDS;
+{
+    my ($format) = slurp('conf/sndbuf_tune.conf')
+        =~ /^\s*LogFormat\s+"(.*)"\s+sndbuf_tune\s*$/m;
+    $FIELDS{$1} = 1 while ($format // '') =~ /\b([a-z_]+)=(?:\\")?%/g;
+}
+ok(keys %FIELDS >= 10, 'the sndbuf_tune LogFormat\'s fields: '
+   . join(' ', sort keys %FIELDS));
+for my $page (@PAGES) {
+    my %bad;
+    my $n = 0;
+    for my $line (split /\n/, $TEXT{$page}) {
+        $n++;
+        while ($line =~ /`([a-z][a-z_]*)=`|`([a-z][a-z_]*_(?:ms|bps|us))`/g) {
+            my $name = $1 // $2;
+            push @{ $bad{$name} }, $n unless $FIELDS{$name};
+        }
+    }
+    ok(!%bad, "$page names only the sndbuf_tune LogFormat's fields")
         or diag(join "\n", map { "$page:@{ $bad{$_} }: $_" } sort keys %bad);
 }
 
