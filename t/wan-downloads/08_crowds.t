@@ -18,9 +18,10 @@
 #      gets 16-21). No srtt bound: cubic fills the queue whatever the
 #      crowd does (a fixed 64k's crowd sees 155-165 ms).
 #   3. 20 downloads from ONE address beside a cubic bulk flow: the crowd
-#      keeps at least 0.75 of what both deliver (N/(N+1) = 0.95 is fair;
-#      today's auto steers that crowd down to 0.51-0.60, a scavenger; a
-#      fixed 64k keeps 0.78-0.79).
+#      keeps at least 0.8 of what both deliver (N/(N+1) = 0.95 is fair,
+#      0.9 of it 0.857; today's auto steers that crowd down to 0.48-0.69,
+#      a scavenger, and once in seven runs kept 0.775; a fixed 64k keeps
+#      0.78-0.84).
 # Figures over t = 10..29 s of 30 s from the first download's start (ss in
 # the server namespace every 0.5 s). Bounds a loaded 2-core machine cannot
 # break: they sit between autotuning's figures and a fixed size's.
@@ -133,9 +134,9 @@ cmp_ok($beside->{share} // 0, '>=', 0.7, sprintf(
 my $one = crowd(name => 'one address beside cubic', foreign => 1, one => 1);
 {
     local $TODO = $todo;
-    cmp_ok($one->{share} // 0, '>=', 0.75, sprintf(
+    cmp_ok($one->{share} // 0, '>=', 0.8, sprintf(
            "the crowd from one address keeps %.3f of the link beside cubic, "
-           . "at least 0.75", $one->{share} // 0));
+           . "at least 0.8", $one->{share} // 0));
 }
 
 ok($srv->stop, 'apache2 stopped') or diag($srv->error);
