@@ -5,15 +5,16 @@
  *       Listen, accept one connection, send zeros until the peer closes
  *       its side (or S seconds pass), then print the sender's TCP_INFO.
  *   wanperf sink --connect ADDR [--port N] --time S [--warmup S]
- *                [--interval S] [--clamp N]
- *       Connect (retrying while refused, up to 5 s), receive for S seconds,
+ *                [--interval S] [--clamp N] [--from ADDR]
+ *       Connect (retrying while refused, up to 5 s; from the local
+ *       address ADDR if given), receive for S seconds,
  *       print total bytes and the goodput between t=warmup and t=S, where
  *       t=0 is the first byte received.  --clamp: TCP_WINDOW_CLAMP, so
  *       a sender that fills its window keeps a standing queue that never
  *       drains, losses or not (the window comes in the receive window's
  *       steps: 300000 gave 363 segments in flight, 700000 gave 725).
  *   wanperf rtt --connect ADDR [--port N] [--count N] [--interval-ms N]
- *               [--timeout-ms N]
+ *               [--timeout-ms N] [--from ADDR]
  *       Round-trip time of a TCP SYN answered by a RST (connect() to a
  *       closed port: no server needed).  Exit 0 if any probe was answered.
  *
@@ -57,14 +58,15 @@ static void usage(void)
             "usage: wanperf source --bind ADDR [--port N] [--time S] "
             "[--sndbuf N] [--cc NAME]\n"
             "       wanperf sink --connect ADDR [--port N] --time S "
-            "[--warmup S] [--interval S] [--clamp N]\n"
+            "[--warmup S] [--interval S] [--clamp N] [--from ADDR]\n"
             "       wanperf rtt --connect ADDR [--port N] [--count N] "
-            "[--interval-ms N] [--timeout-ms N]\n");
+            "[--interval-ms N] [--timeout-ms N] [--from ADDR]\n");
     exit(2);
 }
 
 struct opts {
     const char *addr;
+    const char *from;
     const char *cc;
     int port;
     double time;
@@ -85,6 +87,25 @@ static void make_addr(const struct opts *o, struct sockaddr_in *sa)
     if (!o->addr || inet_pton(AF_INET, o->addr, &sa->sin_addr) != 1) {
         fprintf(stderr, "wanperf: need an IPv4 address\n");
         exit(2);
+    }
+}
+
+/* Bind s to the local address o->from (any port), if one is given. */
+static void bind_from(int s, const struct opts *o)
+{
+    struct sockaddr_in sa;
+
+    if (!o->from) {
+        return;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    if (inet_pton(AF_INET, o->from, &sa.sin_addr) != 1) {
+        fprintf(stderr, "wanperf: --from: need an IPv4 address\n");
+        exit(2);
+    }
+    if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        die("bind --from");
     }
 }
 
@@ -173,7 +194,7 @@ static int do_source(const struct opts *o)
     return 0;
 }
 
-static int connect_retry(const struct sockaddr_in *sa, int clamp)
+static int connect_retry(const struct sockaddr_in *sa, const struct opts *o)
 {
     double give_up = now_s() + 5;
 
@@ -183,11 +204,12 @@ static int connect_retry(const struct sockaddr_in *sa, int clamp)
         if (s < 0) {
             die("socket");
         }
-        if (clamp > 0
-            && setsockopt(s, IPPROTO_TCP, TCP_WINDOW_CLAMP, &clamp,
-                          sizeof(clamp)) < 0) {
+        if (o->clamp > 0
+            && setsockopt(s, IPPROTO_TCP, TCP_WINDOW_CLAMP, &o->clamp,
+                          sizeof(o->clamp)) < 0) {
             die("setsockopt(TCP_WINDOW_CLAMP)");
         }
+        bind_from(s, o);
         if (connect(s, (const struct sockaddr *)sa, sizeof(*sa)) == 0) {
             return s;
         }
@@ -208,7 +230,7 @@ static int do_sink(const struct opts *o)
     int s, started = 0, inwin = 0;
 
     make_addr(o, &sa);
-    s = connect_retry(&sa, o->clamp);
+    s = connect_retry(&sa, o);
     for (;;) {
         ssize_t n = recv(s, buf, sizeof(buf), 0);
         double t = now_s();
@@ -288,6 +310,7 @@ static int do_rtt(const struct opts *o)
         if (s < 0) {
             die("socket");
         }
+        bind_from(s, o);
         if (i > 0) {
             usleep(o->interval_ms * 1000);
         }
@@ -330,6 +353,7 @@ static const struct opt_def {
 } opt_defs[] = {
     {"--bind", 's', offsetof(struct opts, addr)},
     {"--connect", 's', offsetof(struct opts, addr)},
+    {"--from", 's', offsetof(struct opts, from)},
     {"--cc", 's', offsetof(struct opts, cc)},
     {"--port", 'i', offsetof(struct opts, port)},
     {"--sndbuf", 'i', offsetof(struct opts, sndbuf)},

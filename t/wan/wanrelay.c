@@ -33,6 +33,15 @@
  * The drop-tail queue (2.) stands in front of either; the client-to-server
  * direction keeps the plain rate.
  *
+ * Sub-links (--sub NET/PLEN:RATE_BPS:QUEUE_BYTES, up to MAX_SUBS): a
+ * server-to-client packet whose destination is in NET/PLEN (the first
+ * sub-link that matches) goes on, once it has crossed the main link and
+ * its delay, into a second link of its own: the same rate and drop-tail
+ * model, no loss, no further delay, then the client's TUN device.  It is
+ * a client's own access link behind the shared bottleneck.  Each
+ * sub-link keeps its own FIFO, so a packet held there does not hold back
+ * the packets to other addresses.
+ *
  * Packets leave in FIFO order per direction.  Timing is CLOCK_MONOTONIC;
  * one epoll loop waits on both TUN devices and a signalfd, with a timeout
  * set to the earliest pending delivery (epoll_pwait2, or a timerfd armed at
@@ -73,7 +82,7 @@
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 
-#define STATS_MAGIC "WANLAB02"
+#define STATS_MAGIC "WANLAB03"
 #define HDR_SIZE 16                     /* struct pkt, keeps 16-byte alignment */
 #define WRAP_MARK 0xffffffffu           /* pkt.len of a ring wrap marker */
 #define RX_BATCH 64                     /* reads per device per loop turn */
@@ -85,6 +94,7 @@
 #define MAX_STEPS 16
 #define OPP_BYTES 1500u                 /* one trace opportunity (mahimahi) */
 #define MSEC 1000000LL
+#define MAX_SUBS 64                     /* sub-links (--sub) */
 
 /** One direction's counters, shared with --print-stats. */
 struct dstats {
@@ -106,6 +116,15 @@ struct dstats {
     uint64_t held_packets;      /**< in queue or in propagation right now */
     uint64_t held_bytes;
     uint64_t queue_last_bytes;  /**< backlog at the last arrival (schedules) */
+};
+
+/** A sub-link's settings and counters, shared with --print-stats. */
+struct substats {
+    uint32_t net;               /**< host byte order */
+    uint32_t plen;
+    uint64_t rate_bps;
+    uint64_t queue_bytes;
+    struct dstats d;
 };
 
 /** The shared stats file. */
@@ -133,6 +152,8 @@ struct stats {
     uint64_t trace_opps;        /**< opportunities per trace period, 0: none */
     uint64_t trace_period_ns;
     struct dstats d[2];
+    uint64_t nsubs;
+    struct substats sub[MAX_SUBS];
 };
 
 /** A packet in a ring, followed by its data. */
@@ -164,6 +185,14 @@ struct dir {
     uint64_t ser_rem;
     uint64_t opp;               /* trace: opportunity of the last packet */
     uint32_t opp_left;          /* trace: bytes that opportunity has left */
+    uint64_t rate_bps;          /* SHAPE_RATE's rate, 0: no limit */
+    uint64_t queue_bytes;
+    uint64_t delay_ns;
+    uint64_t loss_ppb;
+    uint32_t net;               /* a sub-link: the destinations it carries */
+    uint32_t mask;
+    struct dir *subs;           /* s2c: the sub-links packets go on to */
+    int nsubs;
     struct dstats *st;
 };
 
@@ -376,10 +405,10 @@ static uint64_t backlog_bytes(const struct dir *d, int64_t now)
         }
         break;
     default:
-        if (S->rate_bps == 0) {
+        if (d->rate_bps == 0) {
             return 0;
         }
-        x = (unsigned __int128)(d->link_free - now) * S->rate_bps;
+        x = (unsigned __int128)(d->link_free - now) * d->rate_bps;
     }
     return (uint64_t)((x + 8 * NSEC - 1) / (8 * NSEC));
 }
@@ -433,11 +462,11 @@ static int64_t link_finish(struct dir *d, uint32_t len, int64_t now)
     case SHAPE_STEPS:
         return steps_finish(d, len, start);
     default:
-        if (S->rate_bps) {
+        if (d->rate_bps) {
             uint64_t t = (uint64_t)len * 8 * NSEC + d->ser_rem;
 
-            start += (int64_t)(t / S->rate_bps);
-            d->ser_rem = t % S->rate_bps;
+            start += (int64_t)(t / d->rate_bps);
+            d->ser_rem = t % d->rate_bps;
         }
         return start;
     }
@@ -449,7 +478,7 @@ static void enqueue(struct dir *d, struct pkt *p, uint32_t len, int64_t now)
     uint64_t backlog = backlog_bytes(d, now);
     int64_t start;
 
-    if (backlog > 0 && backlog + len > S->queue_bytes) {
+    if (backlog > 0 && backlog + len > d->queue_bytes) {
         st->drop_queue++;
         st->drop_queue_bytes += len;
         return;
@@ -461,13 +490,13 @@ static void enqueue(struct dir *d, struct pkt *p, uint32_t len, int64_t now)
     if (backlog + len > st->queue_peak_bytes) {
         st->queue_peak_bytes = backlog + len;
     }
-    if (S->loss_ppb
-        && ((rng_next() >> 32) * 1000000000ULL >> 32) < S->loss_ppb) {
+    if (d->loss_ppb
+        && ((rng_next() >> 32) * 1000000000ULL >> 32) < d->loss_ppb) {
         st->drop_loss++;
         return;
     }
     p->len = len;
-    p->due = start + (int64_t)S->delay_ns;
+    p->due = start + (int64_t)d->delay_ns;
     ring_commit(&d->ring, len);
     st->held_packets++;
     st->held_bytes += len;
@@ -512,7 +541,41 @@ static int rx(struct dir *d)
     return 1;
 }
 
-/* Write out the packets that are due. Returns the next due time. */
+/* The sub-link a packet leaving d goes on to, or NULL. */
+static struct dir *sub_for(const struct dir *d, const struct pkt *p)
+{
+    const unsigned char *b = (const unsigned char *)(p + 1);
+    uint32_t dst = (uint32_t)b[16] << 24 | (uint32_t)b[17] << 16
+        | (uint32_t)b[18] << 8 | b[19];
+    int i;
+
+    for (i = 0; i < d->nsubs; i++) {
+        if ((dst & d->subs[i].mask) == d->subs[i].net) {
+            return &d->subs[i];
+        }
+    }
+    return NULL;
+}
+
+/* A packet that has crossed the main link enters a sub-link at its due
+ * time, not when the relay got round to it: the sub-link's queue is then
+ * what it would be had the relay been on time. */
+static void handoff(struct dir *sub, const struct pkt *p)
+{
+    struct pkt *q = ring_reserve(&sub->ring, align16(HDR_SIZE + p->len));
+
+    sub->st->rx_packets++;
+    sub->st->rx_bytes += p->len;
+    if (!q) {
+        sub->st->drop_nobuf++;
+        return;
+    }
+    memcpy(q + 1, p + 1, p->len);
+    enqueue(sub, q, p->len, p->due);
+}
+
+/* Write out the packets that are due (or hand them to their sub-link).
+ * Returns the next due time. */
 static int64_t tx(struct dir *d)
 {
     struct dstats *st = d->st;
@@ -521,6 +584,7 @@ static int64_t tx(struct dir *d)
 
     for (i = 0; i < TX_BATCH && (p = ring_peek(&d->ring)); i++) {
         int64_t now = now_ns();
+        struct dir *sub = d->nsubs ? sub_for(d, p) : NULL;
         uint64_t late;
         ssize_t n;
 
@@ -528,7 +592,13 @@ static int64_t tx(struct dir *d)
             return p->due;
         }
         late = (uint64_t)(now - p->due);
-        n = write(d->out_fd, p + 1, p->len);
+        if (sub) {
+            handoff(sub, p);
+            n = p->len;
+        }
+        else {
+            n = write(d->out_fd, p + 1, p->len);
+        }
         if (n < 0) {
             st->write_errors++;
         }
@@ -551,19 +621,27 @@ static int64_t tx(struct dir *d)
     return p ? p->due : INT64_MAX;
 }
 
+/* Zero one link's counters, keeping what is held and when it is free. */
+static void reset_dstats(struct dstats *st)
+{
+    uint64_t hp = st->held_packets, hb = st->held_bytes;
+    int64_t lf = st->link_free_ns;
+
+    memset(st, 0, sizeof(*st));
+    st->held_packets = hp;
+    st->held_bytes = hb;
+    st->link_free_ns = lf;
+}
+
 static void reset_counters(struct dir *dirs)
 {
     int i;
 
     for (i = 0; i < 2; i++) {
-        struct dstats *st = dirs[i].st;
-        uint64_t hp = st->held_packets, hb = st->held_bytes;
-        int64_t lf = st->link_free_ns;
-
-        memset(st, 0, sizeof(*st));
-        st->held_packets = hp;
-        st->held_bytes = hb;
-        st->link_free_ns = lf;
+        reset_dstats(dirs[i].st);
+    }
+    for (i = 0; i < dirs[0].nsubs; i++) {
+        reset_dstats(dirs[0].subs[i].st);
     }
     S->wakeups = S->timer_wakeups = 0;
     S->reset_ns = now_ns();
@@ -576,6 +654,21 @@ static void reset_counters(struct dir *dirs)
             dirs[i].link_free = 0;      /* opportunity indices start over */
         }
     }
+}
+
+/* Deliver what is due on both directions and the sub-links (after the
+ * main link, which feeds them); returns the next due time. */
+static int64_t tx_all(struct dir *dirs)
+{
+    int64_t next = tx(&dirs[0]), nx;
+    int i;
+
+    for (i = 0; i < dirs[0].nsubs; i++) {
+        nx = tx(&dirs[0].subs[i]);
+        next = nx < next ? nx : next;
+    }
+    nx = tx(&dirs[1]);
+    return nx < next ? nx : next;
 }
 
 /*
@@ -661,7 +754,6 @@ static void run(struct dir *dirs, int sfd)
 
     for (;;) {
         struct epoll_event evs[8];
-        int64_t nx;
         int n = wait_events(&w, evs, 8, next);
 
         if (n < 0) {
@@ -700,18 +792,13 @@ static void run(struct dir *dirs, int sfd)
             }
         }
         /* deliver what is due first: reading may take a while */
-        tx(&dirs[0]);
-        tx(&dirs[1]);
+        tx_all(dirs);
         for (i = 0; i < 2; i++) {
             if (dirs[i].readable) {
                 dirs[i].readable = rx(&dirs[i]);
             }
         }
-        next = tx(&dirs[0]);
-        nx = tx(&dirs[1]);
-        if (nx < next) {
-            next = nx;
-        }
+        next = tx_all(dirs);
         /* a device left readable (batch limit) is reported again at once:
          * epoll is level-triggered */
     }
@@ -843,6 +930,38 @@ static uint64_t trace_peak_bytes(uint64_t span_ns)
     return best * OPP_BYTES;
 }
 
+/* A fixed-rate link's backlog at now, from its counters. */
+static uint64_t backlog_now(const struct dstats *d, uint64_t rate, int64_t now)
+{
+    if (!rate || d->link_free_ns <= now) {
+        return 0;
+    }
+    return (uint64_t)((unsigned __int128)(d->link_free_ns - now) * rate
+                      / (8 * NSEC));
+}
+
+/* One link's counters as PREFIX_name=value lines. */
+static void dstats_print(const char *p, const struct dstats *d, uint64_t q)
+{
+    printf("%s_rx_packets=%" PRIu64 "\n", p, d->rx_packets);
+    printf("%s_rx_bytes=%" PRIu64 "\n", p, d->rx_bytes);
+    printf("%s_tx_packets=%" PRIu64 "\n", p, d->tx_packets);
+    printf("%s_tx_bytes=%" PRIu64 "\n", p, d->tx_bytes);
+    printf("%s_drops_queue=%" PRIu64 "\n", p, d->drop_queue);
+    printf("%s_drops_queue_bytes=%" PRIu64 "\n", p, d->drop_queue_bytes);
+    printf("%s_drops_loss=%" PRIu64 "\n", p, d->drop_loss);
+    printf("%s_drops_nobuf=%" PRIu64 "\n", p, d->drop_nobuf);
+    printf("%s_drops_filtered=%" PRIu64 "\n", p, d->drop_filter);
+    printf("%s_write_errors=%" PRIu64 "\n", p, d->write_errors);
+    printf("%s_late=%" PRIu64 "\n", p, d->late);
+    printf("%s_late_max_us=%.1f\n", p, d->late_max_ns / 1e3);
+    printf("%s_late_mean_us=%.1f\n", p, d->tx_packets + d->write_errors
+           ? d->late_sum_ns / 1e3 / (d->tx_packets + d->write_errors) : 0.0);
+    printf("%s_queue_peak_bytes=%" PRIu64 "\n", p, d->queue_peak_bytes);
+    printf("%s_queue_now_bytes=%" PRIu64 "\n", p, q);
+    printf("%s_held_packets=%" PRIu64 "\n", p, d->held_packets);
+}
+
 static void stats_print(const char *file)
 {
     int fd = open(file, O_RDONLY);
@@ -889,36 +1008,53 @@ static void stats_print(const char *file)
     }
     for (i = 0; i < 2; i++) {
         const struct dstats *d = &st.d[i];
-        const char *p = i == 0 ? "s2c" : "c2s";
         uint64_t q = 0;
 
         if (i == 0 && (st.step_ns || st.trace_opps)) {
             /* a schedule: the backlog as the last arrival saw it */
             q = d->link_free_ns > now ? d->queue_last_bytes : 0;
         }
-        else if (st.rate_bps && d->link_free_ns > now) {
-            q = (uint64_t)((unsigned __int128)(d->link_free_ns - now)
-                           * st.rate_bps / (8 * NSEC));
+        else {
+            q = backlog_now(d, st.rate_bps, now);
         }
-        printf("%s_rx_packets=%" PRIu64 "\n", p, d->rx_packets);
-        printf("%s_rx_bytes=%" PRIu64 "\n", p, d->rx_bytes);
-        printf("%s_tx_packets=%" PRIu64 "\n", p, d->tx_packets);
-        printf("%s_tx_bytes=%" PRIu64 "\n", p, d->tx_bytes);
-        printf("%s_drops_queue=%" PRIu64 "\n", p, d->drop_queue);
-        printf("%s_drops_queue_bytes=%" PRIu64 "\n", p, d->drop_queue_bytes);
-        printf("%s_drops_loss=%" PRIu64 "\n", p, d->drop_loss);
-        printf("%s_drops_nobuf=%" PRIu64 "\n", p, d->drop_nobuf);
-        printf("%s_drops_filtered=%" PRIu64 "\n", p, d->drop_filter);
-        printf("%s_write_errors=%" PRIu64 "\n", p, d->write_errors);
-        printf("%s_late=%" PRIu64 "\n", p, d->late);
-        printf("%s_late_max_us=%.1f\n", p, d->late_max_ns / 1e3);
-        printf("%s_late_mean_us=%.1f\n", p, d->tx_packets + d->write_errors
-               ? d->late_sum_ns / 1e3 / (d->tx_packets + d->write_errors)
-               : 0.0);
-        printf("%s_queue_peak_bytes=%" PRIu64 "\n", p, d->queue_peak_bytes);
-        printf("%s_queue_now_bytes=%" PRIu64 "\n", p, q);
-        printf("%s_held_packets=%" PRIu64 "\n", p, d->held_packets);
+        dstats_print(i == 0 ? "s2c" : "c2s", d, q);
     }
+    for (i = 0; i < (int)st.nsubs && i < MAX_SUBS; i++) {
+        const struct substats *u = &st.sub[i];
+        char p[16];
+
+        snprintf(p, sizeof(p), "sub%d", i + 1);
+        printf("%s_prefix=%u.%u.%u.%u/%u\n", p, u->net >> 24,
+               (u->net >> 16) & 255, (u->net >> 8) & 255, u->net & 255,
+               u->plen);
+        printf("%s_rate_bps=%" PRIu64 "\n", p, u->rate_bps);
+        printf("%s_queue_bytes=%" PRIu64 "\n", p, u->queue_bytes);
+        dstats_print(p, &u->d, backlog_now(&u->d, u->rate_bps, now));
+    }
+    printf("subs=%" PRIu64 "\n", st.nsubs);
+}
+
+/* --sub NET/PLEN:RATE_BPS:QUEUE_BYTES, NET inside 198.18.0.0/15 (what
+ * the relay carries), RATE_BPS above 0. */
+static void parse_sub(const char *v, struct substats *u)
+{
+    unsigned a, b, c, d, plen;
+    unsigned long long rate, queue;
+    int n = 0;
+
+    if (sscanf(v, "%u.%u.%u.%u/%u:%llu:%llu%n", &a, &b, &c, &d, &plen,
+               &rate, &queue, &n) != 7 || v[n] || a > 255 || b > 255
+        || c > 255 || d > 255 || plen > 32 || rate == 0) {
+        die("--sub: NET/PLEN:RATE_BPS:QUEUE_BYTES, not '%s'", v);
+    }
+    u->plen = plen;
+    u->net = (a << 24 | b << 16 | c << 8 | d)
+        & (plen ? 0xffffffffu << (32 - plen) : 0);
+    if (plen < 15 || (u->net >> 17) != (198u << 7 | 18u >> 1)) {
+        die("--sub %s: not inside 198.18.0.0/15", v);
+    }
+    u->rate_bps = rate;
+    u->queue_bytes = queue;
 }
 
 static void usage(void)
@@ -930,6 +1066,7 @@ static void usage(void)
             "--stats FILE [--loss-ppb N] [--seed N]\n"
             "                [--rt-prio N] [--step-bps R1,R2,... --step-ns N | "
             "--trace FILE]\n"
+            "                [--sub NET/PLEN:RATE_BPS:QUEUE_BYTES ...]\n"
             "                [--pidfile FILE --log FILE]   "
             "(daemonises when --pidfile is given)\n"
             "       wanrelay --print-stats FILE\n"
@@ -944,7 +1081,9 @@ int main(int argc, char **argv)
     uint64_t rate = 0, delay = 0, queue = 0, loss = 0, mtu = 0, late = 0;
     uint64_t seed = 0, rtprio = 0, step_ns = 0, s2c_rate;
     int have_rate = 0, have_delay = 0, have_queue = 0, have_late = 0;
-    struct dir dirs[2];
+    struct dir dirs[2], subs[MAX_SUBS];
+    const char *subargs[MAX_SUBS];
+    int nsubs = 0;
     size_t ringcap;
     sigset_t mask;
     int i, fd, sfd, orig_ns, tun_s, tun_c;
@@ -992,6 +1131,13 @@ int main(int argc, char **argv)
             usage();
         }
         i++;
+        if (!strcmp(o, "--sub")) {
+            if (nsubs == MAX_SUBS) {
+                die("--sub: at most %d sub-links", MAX_SUBS);
+            }
+            subargs[nsubs++] = v;
+            continue;
+        }
         for (j = 0; j < NOPTS && strcmp(o, opts[j].name); j++) {
         }
         if (j == NOPTS) {
@@ -1121,8 +1267,34 @@ int main(int argc, char **argv)
     dirs[1].out_fd = tun_s;
     dirs[1].st = &S->d[1];
     for (i = 0; i < 2; i++) {
+        dirs[i].rate_bps = rate;
+        dirs[i].queue_bytes = queue;
+        dirs[i].delay_ns = delay;
+        dirs[i].loss_ppb = loss;
         ring_init(&dirs[i].ring, ringcap);
     }
+    memset(subs, 0, sizeof(subs));
+    for (i = 0; i < nsubs; i++) {
+        struct substats *u = &S->sub[i];
+
+        parse_sub(subargs[i], u);
+        subs[i].name = "sub";
+        subs[i].in_fd = -1;
+        subs[i].out_fd = tun_c;
+        subs[i].st = &u->d;
+        subs[i].shape = SHAPE_RATE;
+        subs[i].rate_bps = u->rate_bps;
+        subs[i].queue_bytes = u->queue_bytes;
+        subs[i].net = u->net;
+        subs[i].mask = u->plen ? 0xffffffffu << (32 - u->plen) : 0;
+        /* the queue and a packet on the link, twice over for the 16-byte
+         * header of small packets; no delay to hold */
+        ring_init(&subs[i].ring, 3 * (u->queue_bytes + mtu)
+                  + 64 * (mtu + 32));
+    }
+    S->nsubs = (uint64_t)nsubs;
+    dirs[0].subs = subs;
+    dirs[0].nsubs = nsubs;
 
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
@@ -1197,6 +1369,9 @@ int main(int argc, char **argv)
         logmsg("server to client: trace %s, %" PRIu64 " opportunities of %u"
                " bytes every %" PRIu64 " ms", trace, S->trace_opps, OPP_BYTES,
                S->trace_period_ns / (uint64_t)MSEC);
+    }
+    for (i = 0; i < nsubs; i++) {
+        logmsg("sub-link %d: %s (bit/s, queue bytes)", i + 1, subargs[i]);
     }
     run(dirs, sfd);
     S->running = 0;

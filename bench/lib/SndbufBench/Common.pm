@@ -19,7 +19,7 @@ use SndbufTune::Server ();
 use SndbufTune::Util qw(top_dir module_path httpd_command sha256_file
                         capture poll_until parse_auto);
 use SndbufTune::WanLab qw(lab_env_problem goodput_limit_bps mss_for_mtu jain
-                          median);
+                          median delivered_bytes steady_rate);
 
 our (%RES, %opt, $Q, $CPUS, %WANT_CONFIG, %CONFIGS, @CONFIG_ORDER, @PATHS, %PATH);
 our $T_START = Time::HiRes::time();
@@ -45,6 +45,7 @@ sub init {
     my %o = @_;
     %opt = %o;
     $Q = $opt{quick};
+    add_crowd_config($_) for @{ $opt{'crowd-config'} || [] };
     %WANT_CONFIG = map { $_ => 1 } split /,/, $opt{configs} // '';
     for (keys %WANT_CONFIG) {
         die "bench/run: unknown configuration '$_' (have: @CONFIG_ORDER)\n"
@@ -89,6 +90,24 @@ sub init {
 );
 @CONFIG_ORDER = qw(core16k core256k nomod none unset fixed16k fixed64k auto
                  autobw lowat);
+
+# --crowd-config NAME=BODY: one more configuration for the crowds part
+# (the module loaded; BODY's \n are new lines, @RATE@ the path's rate in
+# Mbit/s), held to its targets as auto is. A %CONFIGS entry with
+# crowds => 1 does the same from the code.
+sub add_crowd_config {
+    my ($spec) = @_;
+    my ($name, $body) = $spec =~ /^(\w+)=(.+)$/s
+        or die "bench/run: --crowd-config NAME=BODY, not '$spec'\n";
+    die "bench/run: --crowd-config $name: a configuration of that name "
+        . "exists\n" if $CONFIGS{$name};
+    $body =~ s/\\n/\n/g;
+    $body .= "\n" unless $body =~ /\n\z/;
+    $CONFIGS{$name} = { label => join(' + ', split /\n/, $body)
+                                 . ' (--crowd-config)',
+                        module => 1, body => $body, crowds => 1 };
+    push @CONFIG_ORDER, $name;
+}
 
 # A part's configurations: [full], [quick]; --configs keeps some of them.
 sub configs_of {
@@ -259,6 +278,11 @@ sub cell_health {
     my %h = map { $_ => $st->{$_} // 0 } qw(s2c_late c2s_late s2c_tx_packets
         s2c_drops_nobuf c2s_drops_nobuf s2c_tun_overflow c2s_tun_overflow
         s2c_drops_queue s2c_late_max_us relay_cpu_s);
+    # a sub-link's packets crossed the main link first: its lateness and
+    # lost buffers count with the server-to-client direction's
+    for my $k (grep { /^sub\d+_(late|drops_nobuf)$/ } keys %$st) {
+        $h{ $k =~ /late$/ ? 's2c_late' : 's2c_drops_nobuf' } += $st->{$k};
+    }
     $h{$_} -= $base->{$_} // 0 for qw(s2c_tun_overflow c2s_tun_overflow);
     $h{late_frac} = $h{s2c_tx_packets} ? $h{s2c_late} / $h{s2c_tx_packets} : 0;
     $h{trouble} = $h{s2c_drops_nobuf} + $h{c2s_drops_nobuf}
@@ -295,7 +319,7 @@ sub config_sysctls {
 # A started apache2 with configuration CFG in the lab's server namespace.
 # Options: rate (Mbit/s, for @RATE@), port (80), links => { path => file },
 # text => { path => content }, extra (more configuration lines), threads,
-# processes, modules.
+# processes, modules, mpm (event), spread (SndbufTune::Server's).
 sub wan_server {
     my ($lab, $cfg, %o) = @_;
     my $c = $CONFIGS{$cfg};
@@ -308,34 +332,12 @@ sub wan_server {
                                      . ($o{port} // 80),
                            threads => $o{threads} // 128,
                            processes => $o{processes} // 2,
+                           mpm => $o{mpm} // 'event', spread => $o{spread},
                            modules => $o{modules} || []);
     $srv->add_link($_, $o{links}{$_}, abs => 1) for keys %{ $o{links} || {} };
     $srv->add_file($_, $o{text}{$_}) for keys %{ $o{text} || {} };
     $srv->start or die "bench/run: apache2 ($cfg) did not start: ${\ $srv->error}\n";
     return $srv;
-}
-
-# Bytes delivered to the client so far, as the server's socket knows it:
-# tcpi_delivered (segments cumulatively or selectively acknowledged) x MSS.
-# Unlike bytes_acked it does not lag behind a loss: SACKed data counts when
-# it arrives, not when the hole before it is repaired (which made windowed
-# rates overshoot the link by up to 20% with 100 lossy flows).
-sub delivered_bytes {
-    my $s = shift;
-    return $s->{delivered} * $s->{mss} if defined $s->{delivered} && $s->{mss};
-    return $s->{bytes_acked};
-}
-
-# Delivery rate between the first sample at/after T0 and the last at/before
-# T1: [bytes/s, seconds covered].
-sub steady_rate {
-    my ($series, $t0, $t1) = @_;
-    my @in = grep { $_->[0] >= $t0 && $_->[0] <= $t1
-                    && defined delivered_bytes($_->[1]) } @$series;
-    return (undef, 0) if @in < 2;
-    my $dt = $in[-1][0] - $in[0][0];
-    return (undef, 0) if $dt <= 0;
-    return ((delivered_bytes($in[-1][1]) - delivered_bytes($in[0][1])) / $dt, $dt);
 }
 
 # ======================================================= loopback servers --

@@ -23,7 +23,9 @@ package SndbufTune::Server;
 #   cpus        pin it: taskset -c CPUS
 #   mpm         event (default), worker or prefork
 #   mpm_conf    the MPM's tuning lines (default: from threads, processes:
-#               8 and 2; for prefork, processes)
+#               8 and 2; for prefork, processes; see spread)
+#   spread      N: the event MPM's children share a crowd of N connections
+#               (below), instead of threads per child
 #   modules     more modules by name: [qw(status http2 ssl headers dir ...)]
 #   sndbuf_tune 0: do not load mod_sndbuf_tune (default 1)
 #   user, group who the children run as when started as root
@@ -50,6 +52,7 @@ use File::Basename ();
 use File::Path ();
 use File::Temp ();
 use IO::Socket::IP;
+use POSIX ();
 
 use SndbufTune::Util qw(module_path httpd_command modules_dir free_port
                         poll_until capture exit_on_signals);
@@ -124,10 +127,35 @@ sub load_module_lines {
     } @names;
 }
 
+# spread => N under event: one listening socket shared by several
+# children hands each new connection to the child whose listener wakes
+# first, and on 2 cores one child often takes half a crowd and another
+# none (4 children, 20 downloads: 9/8/3/0). SO_REUSEPORT
+# (ListenCoresBucketsRatio) makes at most one bucket a CPU, so no more
+# than 2 here. What spreads a crowd is event's own limit: a child stops
+# accepting while it holds ThreadsPerChild + idle workers x
+# AsyncRequestWorkerFactor connections or more. Downloads in write
+# completion hold no worker, so with a factor of 1 the limit is 2 x
+# ThreadsPerChild: ThreadsPerChild is set so that it is N / children + 1
+# or 2, and the others take the rest (4 children: 20 downloads 5/5/6/4,
+# 6/5/3/6; 100: 26/26/23/25). Room for N + children at least, so that
+# no download waits in the backlog for long.
+sub _spread_conf {
+    my ($self, $p) = @_;
+    my $t = POSIX::ceil((POSIX::ceil($self->{spread} / $p) + 1) / 2);
+    my $n = $p * $t;
+    return "StartServers $p\nServerLimit $p\nThreadsPerChild $t\n"
+         . "ThreadLimit $t\nMinSpareThreads 1\nMaxSpareThreads $n\n"
+         . "MaxRequestWorkers $n\nAsyncRequestWorkerFactor 1\n"
+         . "MaxConnectionsPerChild 0\n";
+}
+
 sub _mpm_conf {
     my $self = shift;
     return $self->{mpm_conf} if defined $self->{mpm_conf};
     my $p = $self->{processes} // 2;
+    return $self->_spread_conf($p)
+        if $self->{spread} && $self->{mpm} eq 'event';
     return "StartServers $p\nMinSpareServers 1\nMaxSpareServers $p\n"
          . "ServerLimit $p\nMaxRequestWorkers $p\nMaxConnectionsPerChild 0\n"
         if $self->{mpm} eq 'prefork';

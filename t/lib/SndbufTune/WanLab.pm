@@ -18,6 +18,13 @@ package SndbufTune::WanLab;
 # several responses on one connection, idle pauses between them, a small
 # receive window (rcvbuf).
 #
+# Many clients: up(clients => N) gives the client namespace N more
+# addresses ($lab->client_addrs), routed through the same path, and
+# curl_start(source => ADDR) binds a download to one of them;
+# up(sub_links => ['198.18.1.0/29:10']) puts those addresses behind a
+# second, slower link of their own (t/wan/README.md). bulk_start runs a
+# TCP flow Apache does not serve beside the downloads.
+#
 # WANLAB_INSTANCE=NAME (see t/wan/README.md) selects the lab: its
 # namespaces are the ones `wanlab status` names, so two engineers' labs
 # (or a bench and a self-test) do not meet. up() waits, bounded, while
@@ -39,7 +46,7 @@ use SndbufTune::Util qw(top_dir module_path capture sha256_file
 our @EXPORT_OK = qw(
     lab_env_problem plan_lab_or_skip goodput_limit_bps mss_for_mtu jain
     median rel_diff tb_changes responding tuned_from alone_tb tb_ratios
-    AUTO_FACTOR
+    delivered_bytes steady_rate AUTO_FACTOR
 );
 
 our $SERVER_ADDR = '198.18.0.1';
@@ -93,6 +100,29 @@ sub median {
     my @x = sort { $a <=> $b } grep { defined } @_;
     return undef unless @x;
     return @x % 2 ? $x[$#x / 2] : ($x[@x / 2 - 1] + $x[@x / 2]) / 2;
+}
+
+# Bytes delivered to the client so far, as the server's socket knows it:
+# tcpi_delivered (segments cumulatively or selectively acknowledged) x MSS.
+# Unlike bytes_acked it does not lag behind a loss: SACKed data counts when
+# it arrives, not when the hole before it is repaired (which made windowed
+# rates overshoot the link by up to 20% with 100 lossy flows).
+sub delivered_bytes {
+    my $s = shift;
+    return $s->{delivered} * $s->{mss} if defined $s->{delivered} && $s->{mss};
+    return $s->{bytes_acked};
+}
+
+# Delivery rate of a series ([t, ss] pairs) between the first sample
+# at/after T0 and the last at/before T1: (bytes/s, seconds covered).
+sub steady_rate {
+    my ($series, $t0, $t1) = @_;
+    my @in = grep { $_->[0] >= $t0 && $_->[0] <= $t1
+                    && defined delivered_bytes($_->[1]) } @$series;
+    return (undef, 0) if @in < 2;
+    my $dt = $in[-1][0] - $in[0][0];
+    return (undef, 0) if $dt <= 0;
+    return ((delivered_bytes($in[-1][1]) - delivered_bytes($in[0][1])) / $dt, $dt);
 }
 
 # |got - want| / want
@@ -226,7 +256,9 @@ sub status {
 
 # Bring the lab up. Options: rtt_ms, rate_mbit, queue_bytes, loss, mtu,
 # rate_steps ('30,10:10': the server-to-client rate alternates 30 and 10
-# Mbit/s every 10 s), trace (a mahimahi trace file for that direction)
+# Mbit/s every 10 s), trace (a mahimahi trace file for that direction),
+# clients (N more client addresses: client_addrs), sub_links (a list of
+# 'NET/PLEN:RATE_MBIT[:QUEUE_BYTES]')
 # (passed to wanlab up; with rate_steps or trace, rate_mbit is the reverse
 # direction's and may be left out: t/wan/README.md); instance (default
 # $WANLAB_INSTANCE); wait
@@ -248,6 +280,8 @@ sub up {
     push @args, '--queue-bytes', $a{queue_bytes} if defined $a{queue_bytes};
     push @args, '--loss', $a{loss} if defined $a{loss};
     push @args, '--mtu', $a{mtu} if defined $a{mtu};
+    push @args, '--clients', $a{clients} if $a{clients};
+    push @args, map { ('--sub-link', $_) } @{ $a{sub_links} || [] };
     my $wait = $a{wait} // $ENV{WANLAB_WAIT} // 600;
     my $quiet = $a{quiet_s} // 3;
     my $deadline = Time::HiRes::time() + $wait;
@@ -289,11 +323,16 @@ sub up {
             or die "wanlab status names no $side namespace: $st->{_text}";
     }
     $self->{mtu} = $st->{mtu} // $a{mtu} // 1500;
+    $self->{client_addrs} = [ split /,/, $st->{client_addrs} // '' ];
     $LIVE{$self} = $self;
     exit_on_signals();
     _log('up: ' . ($self->{up_text} =~ s/\s+$//r));
     return $self;
 }
+
+# The client namespace's extra addresses (up's clients), in order:
+# 198.18.1.1, 198.18.1.2, ...
+sub client_addrs { @{ $_[0]{client_addrs} || [] } }
 
 # Take the lab down, if it is the one this object brought up.
 sub down {
@@ -382,7 +421,9 @@ my $PORT_NEXT = 20000 + ($$ % 1000) * 20;
 
 # Start curl in the client namespace. Options: url, host (Host: header),
 # out (file; default /dev/null), max_time, local_port (default: a fresh
-# one, so the server's socket can be found in ss by its peer port).
+# one, so the server's socket can be found in ss by its peer port),
+# source (the client address to download from: one of client_addrs;
+# default the namespace's own, 198.18.0.2).
 # Returns a job hash (pid, local_port, wfile, t0).
 sub curl_start {
     my ($self, %a) = @_;
@@ -397,6 +438,7 @@ sub curl_start {
                    http_code size_download time_total time_starttransfer
                    time_connect speed_download local_port exitcode
                    num_connects)) . "\\n");
+    push @cmd, '--interface', $a{source} if $a{source};
     push @cmd, '--max-time', $a{max_time} if $a{max_time};
     push @cmd, '-H', "Host: $a{host}" if $a{host};
     push @cmd, @{ $a{curl_args} || [] };
@@ -413,7 +455,7 @@ sub curl_start {
             or POSIX::_exit(127);
     }
     my $job = { pid => $pid, local_port => $port, wfile => $wfile, t0 => $t0,
-                url => $a{url}, out => $a{out} };
+                url => $a{url}, out => $a{out}, source => $a{source} };
     $JOBS{$pid} = $job;
     return $job;
 }
@@ -564,7 +606,10 @@ sub _spawn {
 # into wanperf sink in the client namespace, for seconds (60), on port
 # (5201); with inflight, the sink clamps its window near that many bytes
 # (wanperf --clamp), so a flow that fills it keeps a standing queue at the
-# bottleneck, through losses. Returns a handle for bulk_stop.
+# bottleneck, through losses; from: the sink's client address (default
+# 198.18.0.2). The congestion control is set on the socket
+# (TCP_CONGESTION), which root may do for any the kernel has, allowed
+# list or not. Returns a handle for bulk_stop.
 sub bulk_start {
     my ($self, %a) = @_;
     my $port = $a{port} // 5201;
@@ -576,7 +621,8 @@ sub bulk_start {
         $self->_spawn($self->{ns_server}, _wanperf(), @src),
         $self->_spawn($self->{ns_client}, _wanperf(), 'sink', '--connect',
                       $SERVER_ADDR, '--port', $port, '--time', $secs,
-                      '--clamp', int($a{inflight} // 0)) ] };
+                      '--clamp', int($a{inflight} // 0),
+                      $a{from} ? ('--from', $a{from}) : ()) ] };
 }
 
 # The bytes a bulk flow has delivered so far (its source's bytes_acked),
@@ -694,6 +740,115 @@ sub get {
     return { res => \@res, port => $port, t0 => $job->{t0},
              error => ($job->{status} || @err) ? join(' ', @err) : undef,
              ss => ref($self)->series($samples)->{$port} || [] };
+}
+
+# ------------------------------------------------------------- crowds --
+
+# ss in the server namespace every $a{interval} (0.5) s for $a{seconds}
+# from the first of $a{jobs}' start: the crowd's sockets (local port
+# $a{sport}, 80; the jobs' client ports) and a foreign flow's (local port
+# $a{foreign_port}, if given: bulk_start's). Once, at $a{procs_at} s (if
+# given), ss -p: how many of the crowd's sockets each process holds.
+# Returns ([{ t, socks => { client port => ss }, foreign => ss }],
+# [sockets per process, largest first]).
+sub sample_crowd {
+    my ($self, %a) = @_;
+    my %want = map { $_->{local_port} => 1 } @{ $a{jobs} };
+    my $sport = $a{sport} // 80;
+    my $fport = $a{foreign_port} // -1;
+    my $t0 = (sort { $a <=> $b } map { $_->{t0} } @{ $a{jobs} })[0];
+    my ($per_proc, @samples);
+    while ((my $ts = Time::HiRes::time()) - $t0 < $a{seconds}) {
+        my (%socks, $foreign);
+        for my $s (ss_sockets(ns => $self->{ns_server})) {
+            my $lp = $s->{lport} // 0;
+            $socks{ $s->{pport} } = $s
+                if $lp == $sport && $want{ $s->{pport} // '' };
+            $foreign = $s if $lp == $fport;
+        }
+        push @samples, { t => $ts - $t0, socks => \%socks, foreign => $foreign };
+        if (defined $a{procs_at} && !$per_proc && $ts - $t0 >= $a{procs_at}) {
+            my %n;
+            $n{ $_->{pid} // '?' }++ for grep { $want{ $_->{pport} // '' } }
+                ss_sockets(ns => $self->{ns_server}, sport => $sport,
+                           procs => 1);
+            $per_proc = [sort { $b <=> $a } values %n];
+        }
+        my $left = ($a{interval} // 0.5) - (Time::HiRes::time() - $ts);
+        Time::HiRes::sleep($left) if $left > 0;
+    }
+    return (\@samples, $per_proc || []);
+}
+
+sub _mean { my $s = 0; $s += $_ for @_; @_ ? $s / @_ : undef }
+
+# A crowd's figures over [T0, T1] from sample_crowd's samples, for the
+# flows whose client ports are the keys of %$group (its values name each
+# flow's group; with more than one group, each gets the same figures in
+# {groups}{NAME}):
+#   flows       sockets seen
+#   agg_bps     goodput: the sum of the flows' delivery rates (bit/s)
+#   jain        Jain's index of those rates
+#   wsum_avg    skmem w summed over the sockets, averaged over the samples
+#   srtt_ms     srtt averaged over the sockets, then over the samples
+#   rtx         retransmitted / data segments sent in the window
+#   minrtt_ms   the smallest min RTT of the sockets
+#   peers       distinct client addresses
+# and the foreign flow's foreign_bps (bit/s) and the crowd's share of what
+# both delivered (share), where it was sampled.
+sub crowd_figures {
+    my ($class, $samples, $group, $t0, $t1) = @_;
+    my $series = $class->series($samples);
+    my $f = _crowd_part($series, $samples, [keys %$group], $t0, $t1);
+    my %g;
+    push @{ $g{ $group->{$_} } }, $_ for keys %$group;
+    if (keys %g > 1) {
+        $f->{groups}{$_} = _crowd_part($series, $samples, $g{$_}, $t0, $t1)
+            for keys %g;
+    }
+    my @fs = map { [$_->{t}, $_->{foreign}] } grep { $_->{foreign} } @$samples;
+    if (@fs) {
+        my ($r) = steady_rate(\@fs, $t0, $t1);
+        $f->{foreign_bps} = defined $r ? 8 * $r : undef;
+        my $all = $f->{agg_bps} + ($f->{foreign_bps} // 0);
+        $f->{share} = $all ? $f->{agg_bps} / $all : undef;
+    }
+    return $f;
+}
+
+sub _crowd_part {
+    my ($series, $samples, $ports, $t0, $t1) = @_;
+    my (@rates, $segs, $rtx, @minrtt, %peers);
+    for my $p (@$ports) {
+        my $s = $series->{$p} || [];
+        my ($r) = steady_rate($s, $t0, $t1);
+        push @rates, $r // 0;
+        $peers{ $_->[1]{peer} =~ s/:\d+$//r } = 1 for grep { $_->[1]{peer} } @$s;
+        my @w = grep { $_->[0] >= $t0 && $_->[0] <= $t1 } @$s;
+        next unless @w >= 2;
+        my ($first, $last) = map { $_->[1] } @w[0, -1];
+        $segs += ($last->{data_segs_out} // 0) - ($first->{data_segs_out} // 0);
+        $rtx += ($last->{retrans} // 0) - ($first->{retrans} // 0);
+        push @minrtt, $last->{minrtt_us} if $last->{minrtt_us};
+    }
+    my (@wsum, @srtt);
+    for my $smp (grep { $_->{t} >= $t0 && $_->{t} <= $t1 } @$samples) {
+        my @s = grep { defined } @{ $smp->{socks} }{@$ports};
+        next unless @s;
+        my $w = 0;
+        $w += $_->{w} // 0 for @s;
+        push @wsum, $w;
+        my @rtt = grep { defined } map { $_->{rtt_us} } @s;
+        push @srtt, _mean(@rtt) / 1000 if @rtt;
+    }
+    my $agg = 0;
+    $agg += $_ for @rates;
+    return { flows => scalar(grep { $series->{$_} } @$ports),
+             peers => scalar(keys %peers), agg_bps => 8 * $agg,
+             jain => jain(@rates), wsum_avg => _mean(@wsum),
+             srtt_ms => _mean(@srtt), rtx => $segs ? $rtx / $segs : undef,
+             minrtt_ms => @minrtt ? (sort { $a <=> $b } @minrtt)[0] / 1000
+                                  : undef };
 }
 
 # A SndbufTune::Server in the server namespace on 198.18.0.1:80, run as
