@@ -49,13 +49,21 @@ demo-stop:
 
 # The lab checks itself first (t/wan/README.md): a miss is reported, not
 # fatal, so the figures that follow are read with it in mind.
-bench: deps
+bench: deps bench/path_cost
 	$(MAKE) all
 	t/wan/selftest || echo "make bench: the WAN lab missed a bound of its own (above)"
 	bench/run $(BENCH_ARGS)
 
+# What a look at the shared path table costs (bench/run's crowds part).
+bench/path_cost: bench/path_cost.c sndbuf_path.c sndbuf_parse.c \
+                 sndbuf_kernel.c sndbuf_tune.h
+	$(CC) -O2 -Wall -Wextra -I$(shell $(APXS) -q INCLUDEDIR) \
+	    $(shell $(APR_CONFIG) --includes --cppflags) -o $@ $< \
+	    sndbuf_path.c sndbuf_parse.c sndbuf_kernel.c \
+	    $(shell $(APR_CONFIG) --link-ld) -lpthread
+
 clean:
-	rm -rf .libs *.o *.lo *.slo *.la
+	rm -rf .libs *.o *.lo *.slo *.la bench/path_cost
 	-t/run -clean >/dev/null 2>&1
 
 .PHONY: all install deps test demo demo-stop bench clean

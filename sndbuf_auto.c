@@ -103,11 +103,15 @@ static void sbt_auto_sample(const sbt_auto_t *a, const sbt_tcp_info_t *ti,
     own = sbt_law_own_min_rtt(s, &handshake);
     if (!handshake) {
         conn_rec *primary = c->master ? c->master : c;
+        sbt_path_view_t v;
 
         /* The connection's identity is its conn_rec: the event MPM sets
          * c->id anew whenever a worker takes the connection up. */
-        s->path_min_rtt_us = sbt_path_look(primary->client_addr, primary,
-                                           own, &s->path_shared);
+        sbt_path_look(primary->client_addr, primary, own, s->srtt_us,
+                      sbt_law_queue_counts(own, s->srtt_us), &v);
+        s->path_min_rtt_us = v.min_rtt_us;
+        s->path_shared = v.shared;
+        s->crowd_peers = v.peers;
     }
 }
 
@@ -173,14 +177,15 @@ static void sbt_auto_trace_sample(conn_rec *c, const char *what,
                   "now=%" APR_INT64_T_FMT " srtt=%u rttvar=%u mss=%u "
                   "minrtt=%u acked=%" APR_UINT64_T_FMT " rate=%"
                   APR_UINT64_T_FMT " applimited=%d retrans=%u limited=%"
-                  APR_UINT64_T_FMT " chrono=%d path=%u shared=%d loss=%d "
-                  "locked=%d tb=%d cwnd=%u act=%d size=%d", what,
+                  APR_UINT64_T_FMT " chrono=%d path=%u shared=%d peers=%d "
+                  "loss=%d locked=%d tb=%d cwnd=%u act=%d size=%d", what,
                   (apr_int64_t)s->now_us, s->srtt_us, s->rttvar_us, s->mss,
                   s->min_rtt_us, (apr_uint64_t)s->bytes_acked,
                   (apr_uint64_t)s->delivery_rate, s->app_limited,
                   s->total_retrans, (apr_uint64_t)s->sndbuf_limited_us,
                   s->has_chrono, s->path_min_rtt_us, s->path_shared,
-                  s->loss_based, s->locked_at, s->effective, s->cwnd,
+                  s->crowd_peers, s->loss_based, s->locked_at, s->effective,
+                  s->cwnd,
                   out ? (int)out->act : -1, out ? out->size : 0);
 }
 
@@ -216,13 +221,15 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
                           ? s.srtt_us : SBT_AUTO_MIN_INTERVAL);
     ap_log_cerror(APLOG_MARK, APLOG_TRACE2, 0, c, "SndbufTune auto look: "
                   "min rtt %uus (own %uus%s) srtt %uus rttvar %uus measured %"
-                  APR_UINT64_T_FMT " B/s%s%s, locked at %d, tb %d: %s",
+                  APR_UINT64_T_FMT " B/s%s%s%s, %d other flows with a queue "
+                  "like it, locked at %d, tb %d: %s",
                   a->law.min_rtt_us, a->law.own_min_rtt_us,
                   a->law.from_handshake ? ", handshake" : "", s.srtt_us,
                   s.rttvar_us, a->law.measured,
                   out.limited ? ", send-buffer-limited" : "",
-                  a->law.ramping ? ", ramping" : "", s.locked_at,
-                  s.effective, out.why);
+                  a->law.ramping ? ", ramping" : "",
+                  out.crowd ? ", in a crowd" : "", s.crowd_peers,
+                  s.locked_at, s.effective, out.why);
     sbt_auto_trace_sample(c, "look", &s, &out);
     sbt_auto_apply(a, conn, c, &s, &out);
     sbt_auto_set_chunk(a, &conn->sock);

@@ -91,6 +91,15 @@
  * every write waits for a delayed ACK. */
 #define SBT_LAW_MIN_SEGMENTS    2
 
+/* A crowd: another connection to the same client looks (path_shared),
+ * or at least CROWD_PEERS other flows of this server, to any client and
+ * in any process, saw a queue like this flow's lately (crowd_peers, from
+ * sndbuf_path.c): flows whose queues match at the same moment share the
+ * bottleneck.  Held CROWD_HOLD_US past the last such evidence: the
+ * crowd's steering may keep its queue too short to be compared. */
+#define SBT_LAW_CROWD_PEERS     2
+#define SBT_LAW_CROWD_HOLD_US   4000000
+
 /* Send-buffer-limited for more than 1/8 of an interval means limited. */
 #define SBT_LAW_LIMITED_SHIFT   3
 
@@ -182,7 +191,7 @@ static int sbt_law_ramping(sbt_law_t *l, const sbt_law_sample_t *s)
     int grew = l->measured
                > l->ramp_rate + (l->ramp_rate >> SBT_LAW_RAMP_SHIFT);
 
-    if (s->path_shared && !s->loss_based && !l->from_handshake
+    if (l->crowd && !s->loss_based && !l->from_handshake
         && sbt_law_queue_us(l, s) > l->min_rtt_us >> SBT_LAW_CROWD_SHIFT) {
         l->ramping = 0;
         return 0;
@@ -233,6 +242,29 @@ static int sbt_law_kernel_binds(uint64_t want, const sbt_law_limits_t *lim)
            && 2 * (uint64_t)lim->wmem_max < lim->tcp_wmem_max;
 }
 
+/** Long enough to steer by (QUEUE_SHIFT, QUEUE_MIN)? */
+static int sbt_law_queue_steers(uint32_t min_rtt_us, uint32_t queue_us)
+{
+    return queue_us > min_rtt_us >> SBT_LAW_QUEUE_SHIFT
+           && queue_us > SBT_LAW_QUEUE_MIN;
+}
+
+uint32_t sbt_law_queue_counts(uint32_t min_rtt_us, uint32_t srtt_us)
+{
+    uint32_t queue_us = srtt_us > min_rtt_us ? srtt_us - min_rtt_us : 0;
+
+    return sbt_law_queue_steers(min_rtt_us, queue_us) ? queue_us : 0;
+}
+
+/** Is the flow in a crowd of this server's flows (updates the hold)? */
+static int sbt_law_crowd(sbt_law_t *l, const sbt_law_sample_t *s)
+{
+    if (s->path_shared || s->crowd_peers >= SBT_LAW_CROWD_PEERS) {
+        l->crowd_until_us = s->now_us + SBT_LAW_CROWD_HOLD_US;
+    }
+    return s->now_us < l->crowd_until_us;
+}
+
 /** FAST's step: the bytes each flow leaves in a queue of @a queue_us. */
 static uint64_t sbt_law_step(const sbt_law_t *l, const sbt_law_sample_t *s,
                              uint32_t queue_us)
@@ -261,7 +293,7 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
     else {
         next = sbt_law_target(l->rate, (uint64_t)s->srtt_us + s->rttvar_us
                                        + SBT_LAW_REFILL_US);
-        if (l->recovering && !s->path_shared) {
+        if (l->recovering && !l->crowd) {
             next *= SBT_LAW_LOSS_FACTOR;
         }
         if (limited && next < cur + (cur >> SBT_LAW_GROW_SHIFT)) {
@@ -307,12 +339,11 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
      * A flow alone's is its own, which rate x RTT bounds, or another
      * sender's, to which a delay-based controller yields without end. */
     out->queue_us = sbt_law_queue_us(l, s);
-    out->queued = s->path_shared
-                  && out->queue_us > l->min_rtt_us >> SBT_LAW_QUEUE_SHIFT
-                  && out->queue_us > SBT_LAW_QUEUE_MIN;
+    out->queued = l->crowd && sbt_law_queue_steers(l->min_rtt_us,
+                                                   out->queue_us);
     want = law = sbt_law_next(l, s, out->queued ? out->queue_us : 0,
                               out->limited, cur);
-    if (!s->path_shared) {
+    if (!l->crowd) {
         uint64_t window = sbt_law_window(l, lim, s);
 
         out->windowed = window > want;
@@ -331,7 +362,7 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
     /* A loss-based sender alone needs the queue it fills and room to
      * recover from each cycle's loss: locked only past autotuning's reach
      * (a long fat path), never for its window: autotuning gives 1.5 x it. */
-    if (s->loss_based && !s->path_shared && sbt_law_autotuning_allowed(lim)
+    if (s->loss_based && !l->crowd && sbt_law_autotuning_allowed(lim)
         && 2 * law <= lim->tcp_wmem_max) {
         return "loss-based congestion control, within autotuning's "
                "reach: left to autotuning";
@@ -375,7 +406,7 @@ static void sbt_law_retune(sbt_law_t *l, const sbt_law_limits_t *lim,
     /* A crowd's buffer holds each flow below its window; a loss-based
      * sender, unlike bbr, does not pace, so each refill would leave at
      * once and the bursts overflow the queue that steers it. */
-    out->pace = s->loss_based && s->path_shared;
+    out->pace = s->loss_based && l->crowd;
     out->why = out->queued ? "steered by the queue"
                : out->windowed ? "the congestion window (a flow alone)"
                : "rate x RTT";
@@ -453,6 +484,7 @@ void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
         l->recovering--;
     }
     l->retrans = s->total_retrans;
+    l->crowd = sbt_law_crowd(l, s);
     ramp = l->ramping && sbt_law_ramping(l, s);
     out->rate_switched = sbt_law_set_rate(l, lim);
     if (ramp) {
@@ -467,4 +499,5 @@ void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
     if (!l->ramping && l->settling) {
         l->settling--;
     }
+    out->crowd = l->crowd;
 }

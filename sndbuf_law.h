@@ -45,9 +45,12 @@ typedef struct {
     uint64_t sndbuf_limited_us; /**< tcpi_sndbuf_limited */
     int has_chrono;             /**< sndbuf_limited_us is present */
     /** From sndbuf_path.c: the lowest minimum RTT other connections to
-     *  this client measured lately (0: none), and whether any look now. */
+     *  this client measured lately (0: none), whether any look now, and
+     *  how many other flows of this server, to any client, saw a queue
+     *  like this one's lately. */
     uint32_t path_min_rtt_us;
     int path_shared;
+    int crowd_peers;
     int loss_based;             /**< cubic, reno (not bbr): fill the queue */
     int locked_at;              /**< SO_SNDBUF a lock holds; 0: autotuned */
     int effective;              /**< SO_SNDBUF read (ss's tb); -1: locked */
@@ -72,6 +75,8 @@ typedef struct {
     int recovering;             /**< looks left sized for recovery */
     uint64_t window;            /**< peak CWND_FLOOR x cwnd x MSS */
     int64_t window_us;          /**< since */
+    int crowd;                  /**< in a crowd at the last look */
+    int64_t crowd_until_us;     /**< held a crowd until */
 } sbt_law_t;
 
 typedef enum {
@@ -92,6 +97,7 @@ typedef struct {
     int limited;                /**< send-buffer-limited since last look */
     int rate_switched;          /**< between configured and measured */
     int pace;                   /**< have the kernel pace it (with SET) */
+    int crowd;                  /**< in a crowd of this server's flows */
 } sbt_law_out_t;
 
 /** Start following a response; @a estimate: the rate an earlier response
@@ -102,6 +108,11 @@ void sbt_law_begin(sbt_law_t *l, const sbt_law_limits_t *lim,
 /** The flow's own minimum RTT in @a s, and whether it is only the
  *  handshake's (the caller asks sndbuf_path.c with it). */
 uint32_t sbt_law_own_min_rtt(const sbt_law_sample_t *s, int *handshake);
+
+/** The queue a flow of minimum RTT @a min_rtt_us sees at @a srtt_us if it
+ *  is long enough to steer by (sndbuf_path.c's board compares them), else
+ *  0. */
+uint32_t sbt_law_queue_counts(uint32_t min_rtt_us, uint32_t srtt_us);
 
 void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
                   const sbt_law_sample_t *s, sbt_law_out_t *out);

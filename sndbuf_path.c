@@ -1,27 +1,37 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * sndbuf_path.c: per client address, the lowest minimum RTT this
- * process's auto responses to it have measured lately: the path's own
- * delay, which a flow that starts while others fill the bottleneck's
- * queue cannot measure itself (docs/auto.md, "Crowds").
+ * sndbuf_path.c: what this server's other auto flows see of the network,
+ * shared by all its child processes (docs/auto.md, "Crowds"):
+ *  - per client address, the lowest minimum RTT its connections measured
+ *    lately (a late comer's own began in the queue the others keep), and
+ *    whether another connection to it looks now;
+ *  - a board of the queues flows saw lately, to any client: flows whose
+ *    queues match at the same moment share a bottleneck, whatever their
+ *    addresses and processes.
  *
- * Per process, not in shared memory: a crowd from one client spans a few
- * processes at most, each seeing enough of it.  A fixed table made at
- * child_init: a look costs a hash, a lock and no allocation, and no
- * stream touches a connection's pool.
+ * One anonymous shared-memory segment, made before the children fork and
+ * kept across restarts.  No lock that could hang a worker: a path slot is
+ * taken with a compare-and-swap on its sequence word, and a look that
+ * finds it taken goes without it (no worse off than without the table);
+ * the board's bits are set and read atomically.
  */
+
+#include <unistd.h>             /* getpid */
 
 #include "httpd.h"
 #include "http_log.h"
+
+#include "apr_atomic.h"
+#include "apr_shm.h"
 
 #include "sndbuf_tune.h"
 
 APLOG_USE_MODULE(sndbuf_tune);
 
-/* Direct-mapped: a client whose slot another address holds, freshly,
- * keeps its own minimum; it is never worse off than without the table. */
-#define SBT_PATH_SLOTS      256
+/* Direct-mapped by address: a client whose slot another address holds,
+ * freshly, keeps its own minimum. */
+#define SBT_PATH_SLOTS      1024
 
 /* A minimum no connection has confirmed for this long is forgotten (as
  * BBR's), so a longer new route is not read as a queue for longer. */
@@ -36,13 +46,33 @@ APLOG_USE_MODULE(sndbuf_tune);
  * a crowd is still there, so no member takes itself for alone. */
 #define SBT_PATH_LOOKERS    3
 
+/* Tries at a slot another process or thread is writing (some 100 ns). */
+#define SBT_PATH_TRIES      64
+
+/* The board: slices of 1/8 s, two seconds of them, each with a bit per
+ * flow (hashed to 64) for each queue length, in quarter octaves from
+ * 1 ms (4 s at the top).  A look compares with the last WINDOW_MIN
+ * slices, or two of its RTTs, whichever is longer: the flows within BAND
+ * quarter octaves of its queue (+-41%) are its peers. */
+#define SBT_BOARD_SLICE_US  125000
+#define SBT_BOARD_SLICES    16
+#define SBT_BOARD_BUCKETS   48
+#define SBT_BOARD_WINDOW_MIN 4
+#define SBT_BOARD_BAND      2
+
+#define SBT_PATH_MAGIC      0x53425450u     /* "SBTP" */
+#define SBT_PATH_VERSION    1u
+#define SBT_PATH_RETAINED   "mod_sndbuf_tune/paths"
+
 typedef struct {
-    const void *conn;           /**< NULL: empty */
+    apr_uint64_t conn;          /**< sbt_path_id(); 0: empty */
     apr_int64_t at;             /**< sbt_clock_us() */
 } sbt_looker_t;
 
 typedef struct {
-    int family;                 /**< 0: empty */
+    /** Odd while a writer holds the slot. */
+    apr_uint32_t seq;
+    apr_uint32_t family;        /**< 0: empty */
     unsigned char addr[16];
     apr_uint32_t min_rtt_us;
     /** When a connection last measured min_rtt_us or less. */
@@ -50,15 +80,39 @@ typedef struct {
     sbt_looker_t looker[SBT_PATH_LOOKERS];
 } sbt_path_t;
 
-/* Made only once its lock is (child_init). */
-static sbt_path_t *sbt_paths;
-#if APR_HAS_THREADS
-static apr_thread_mutex_t *sbt_paths_mutex;
-#endif
+typedef struct {
+    apr_uint64_t epoch;         /**< sbt_clock_us() / SLICE_US */
+    apr_uint64_t flows[SBT_BOARD_BUCKETS];
+} sbt_slice_t;
+
+typedef struct {
+    apr_uint32_t magic;
+    apr_uint32_t version;
+    apr_size_t size;
+    sbt_path_t path[SBT_PATH_SLOTS];
+    sbt_slice_t slice[SBT_BOARD_SLICES];
+} sbt_paths_t;
+
+/* Set in post_config, inherited by the children; NULL: no segment. */
+static sbt_paths_t *sbt_paths;
+
+/* This child's pid, read once (getpid is a system call). */
+static apr_uint64_t sbt_my_pid;
+
+/** A connection's name across processes: a conn_rec's address is only
+ *  unique within its process. */
+static apr_uint64_t sbt_path_id(const void *conn)
+{
+    apr_uint64_t id = (sbt_my_pid << 32) ^ (apr_uint64_t)(apr_uintptr_t)conn;
+
+    return id ? id : 1;
+}
+
+/* ---- per client address ---- */
 
 /** Note @a conn's look at @a p (in its own entry, else the oldest); is
- *  the path shared with another of this process's connections? */
-static int sbt_path_shared(sbt_path_t *p, const void *conn, apr_int64_t now)
+ *  the path shared with another of this server's connections? */
+static int sbt_path_shared(sbt_path_t *p, apr_uint64_t conn, apr_int64_t now)
 {
     sbt_looker_t *mine = NULL, *oldest = &p->looker[0];
     int i, shared = 0;
@@ -82,65 +136,174 @@ static int sbt_path_shared(sbt_path_t *p, const void *conn, apr_int64_t now)
     return shared;
 }
 
-/** The slot of @a client's path, locked (sbt_path_unlock); NULL: none. */
-static sbt_path_t *sbt_path_lock(const apr_sockaddr_t *client)
+/** The slot of @a client's path, taken (sbt_path_give); NULL: none, or
+ *  another writer holds it. */
+static sbt_path_t *sbt_path_take(const apr_sockaddr_t *client)
 {
-    int len;
+    sbt_path_t *p;
+    apr_uint32_t seq;
+    int len, i;
 
     if (!sbt_paths || !client
         || (len = client->ipaddr_len) <= 0 || len > 16) {
         return NULL;
     }
-#if APR_HAS_THREADS
-    if (apr_thread_mutex_lock(sbt_paths_mutex)) {
-        return NULL;
+    p = &sbt_paths->path[sbt_hash(client->ipaddr_ptr, len) % SBT_PATH_SLOTS];
+    for (i = 0; i < SBT_PATH_TRIES; i++) {
+        seq = apr_atomic_read32(&p->seq);
+        if (!(seq & 1) && apr_atomic_cas32(&p->seq, seq + 1, seq) == seq) {
+            return p;
+        }
     }
-#endif
-    return &sbt_paths[sbt_hash(client->ipaddr_ptr, len) % SBT_PATH_SLOTS];
+    return NULL;
 }
 
-static void sbt_path_unlock(void)
+static void sbt_path_give(sbt_path_t *p)
 {
-#if APR_HAS_THREADS
-    apr_thread_mutex_unlock(sbt_paths_mutex);
-#endif
+    apr_atomic_inc32(&p->seq);
 }
 
-apr_uint32_t sbt_path_look(const apr_sockaddr_t *client, const void *conn,
-                           apr_uint32_t own_us, int *shared)
+/** The lowest minimum RTT to @a client lately (@a own_us if none is
+ *  lower), and whether another connection to it looks (@a v). */
+static void sbt_path_client(const apr_sockaddr_t *client, apr_uint64_t conn,
+                            apr_uint32_t own_us, apr_int64_t now,
+                            sbt_path_view_t *v)
 {
-    apr_uint32_t min;
-    apr_int64_t now = sbt_clock_us();
-    sbt_path_t *p;
+    sbt_path_t *p = sbt_path_take(client);
     int stale;
 
-    *shared = 0;
-    if (!own_us || (p = sbt_path_lock(client)) == NULL) {
-        return own_us;
+    if (p == NULL) {
+        return;
     }
     stale = now - p->seen > SBT_PATH_FRESH;
-    if (p->family != client->family
+    if (p->family != (apr_uint32_t)client->family
         || memcmp(p->addr, client->ipaddr_ptr, client->ipaddr_len)) {
-        if (p->family && !stale) {       /* another address's, fresh */
-            sbt_path_unlock();
-            return own_us;
+        if (p->family && !stale) {      /* another address's, fresh */
+            sbt_path_give(p);
+            return;
         }
-        *p = (sbt_path_t){.family = client->family, .min_rtt_us = own_us};
+        *p = (sbt_path_t){.seq = p->seq, .min_rtt_us = own_us,
+                          .family = (apr_uint32_t)client->family};
         memcpy(p->addr, client->ipaddr_ptr, client->ipaddr_len);
     }
     if (stale || own_us <= p->min_rtt_us) {
         p->min_rtt_us = own_us;
         p->seen = now;
     }
-    min = p->min_rtt_us;
-    *shared = sbt_path_shared(p, conn, now);
-    sbt_path_unlock();
-    return min;
+    v->min_rtt_us = p->min_rtt_us;
+    v->shared = sbt_path_shared(p, conn, now);
+    sbt_path_give(p);
+}
+
+/* ---- the board ---- */
+
+/** The board's row for @a us (at least 1 ms): about 4 x log2(ms), from
+ *  its top bit and the two below it. */
+static int sbt_board_bucket(apr_uint32_t us)
+{
+    int top = 0, b;
+
+    while (us >> (top + 1)) {
+        top++;
+    }
+    /* 1000 us: top bit 9, 4 x log2(1000) = 39.9 */
+    b = 4 * top + (int)((us >> (top - 2)) & 3) - 40;
+    return b < 0 ? 0 : b >= SBT_BOARD_BUCKETS ? SBT_BOARD_BUCKETS - 1 : b;
+}
+
+/** The slice of epoch @a e, made current if it is not (its bits of two
+ *  seconds ago cleared once, by whoever moves it). */
+static sbt_slice_t *sbt_board_slice(apr_uint64_t e)
+{
+    sbt_slice_t *sl = &sbt_paths->slice[e % SBT_BOARD_SLICES];
+    apr_uint64_t was = apr_atomic_read64(&sl->epoch);
+    int i;
+
+    if (was < e && apr_atomic_cas64(&sl->epoch, e, was) == was) {
+        for (i = 0; i < SBT_BOARD_BUCKETS; i++) {
+            apr_atomic_set64(&sl->flows[i], 0);
+        }
+    }
+    return sl;
+}
+
+static void sbt_board_mark(apr_uint64_t *flows, apr_uint64_t bit)
+{
+    apr_uint64_t was;
+
+    do {
+        was = apr_atomic_read64(flows);
+    } while (!(was & bit) && apr_atomic_cas64(flows, was | bit, was) != was);
+}
+
+static int sbt_popcount(apr_uint64_t v)
+{
+    int n = 0;
+
+    for (; v; v &= v - 1) {
+        n++;
+    }
+    return n;
+}
+
+/** The slices a look compares with: the last WINDOW_MIN, or two RTTs. */
+static int sbt_board_window(apr_uint32_t srtt_us)
+{
+    int window = (int)(2 * (apr_uint64_t)srtt_us / SBT_BOARD_SLICE_US) + 1;
+
+    return window < SBT_BOARD_WINDOW_MIN ? SBT_BOARD_WINDOW_MIN
+           : window > SBT_BOARD_SLICES - 1 ? SBT_BOARD_SLICES - 1 : window;
+}
+
+/** Mark flow @a bit at @a queue_us on epoch @a e's slice; how many
+ *  other flows the last @a window slices have within BAND rows of it. */
+static int sbt_board_look(apr_uint64_t bit, apr_uint32_t queue_us,
+                          apr_uint64_t e, int window)
+{
+    apr_uint64_t seen = 0;
+    int row = sbt_board_bucket(queue_us), k, b;
+
+    sbt_board_mark(&sbt_board_slice(e)->flows[row], bit);
+    for (k = 0; k < window && (apr_uint64_t)k <= e; k++) {
+        const sbt_slice_t *sl = &sbt_paths->slice[(e - k) % SBT_BOARD_SLICES];
+
+        if (apr_atomic_read64((apr_uint64_t *)&sl->epoch) != e - k) {
+            continue;
+        }
+        for (b = row - SBT_BOARD_BAND; b <= row + SBT_BOARD_BAND; b++) {
+            if (b >= 0 && b < SBT_BOARD_BUCKETS) {
+                seen |= apr_atomic_read64((apr_uint64_t *)&sl->flows[b]);
+            }
+        }
+    }
+    return sbt_popcount(seen & ~bit);
+}
+
+void sbt_path_look(const apr_sockaddr_t *client, const void *conn,
+                   apr_uint32_t own_us, apr_uint32_t srtt_us,
+                   apr_uint32_t queue_us, sbt_path_view_t *v)
+{
+    apr_int64_t now = sbt_clock_us();
+    apr_uint64_t id = sbt_path_id(conn);
+
+    *v = (sbt_path_view_t){.min_rtt_us = own_us};
+    if (!sbt_paths || !own_us) {
+        return;
+    }
+    sbt_path_client(client, id, own_us, now, v);
+    if (queue_us >= 1000) {
+        v->peers = sbt_board_look(APR_UINT64_C(1)
+                                  << (sbt_hash(&id, sizeof(id)) & 63),
+                                  queue_us,
+                                  (apr_uint64_t)now / SBT_BOARD_SLICE_US,
+                                  sbt_board_window(srtt_us));
+    }
 }
 
 void sbt_path_leave(const apr_sockaddr_t *client, const void *conn)
 {
-    sbt_path_t *p = sbt_path_lock(client);
+    apr_uint64_t id = sbt_path_id(conn);
+    sbt_path_t *p = sbt_path_take(client);
     int i;
 
     if (p == NULL) {
@@ -148,35 +311,61 @@ void sbt_path_leave(const apr_sockaddr_t *client, const void *conn)
     }
     /* This one is done: the others' next looks share nothing with it. */
     for (i = 0; i < SBT_PATH_LOOKERS; i++) {
-        if (p->looker[i].conn == conn) {
-            p->looker[i] = (sbt_looker_t){NULL, 0};
+        if (p->looker[i].conn == id) {
+            p->looker[i] = (sbt_looker_t){0, 0};
         }
     }
-    sbt_path_unlock();
+    sbt_path_give(p);
+}
+
+/** The segment: this build's layout, kept across restarts so that both
+ *  generations' children of a graceful restart share it. */
+static int sbt_path_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                                apr_pool_t *ptemp, server_rec *s)
+{
+    sbt_paths_t **kept = ap_retained_data_get(SBT_PATH_RETAINED);
+    apr_shm_t *shm;
+    apr_status_t rv;
+
+    (void)pconf; (void)plog; (void)ptemp;
+    if (!kept) {
+        kept = ap_retained_data_create(SBT_PATH_RETAINED, sizeof(*kept));
+    }
+    sbt_paths = *kept;
+    if (sbt_paths && sbt_paths->magic == SBT_PATH_MAGIC
+        && sbt_paths->version == SBT_PATH_VERSION
+        && sbt_paths->size == sizeof(sbt_paths_t)) {
+        return OK;
+    }
+    /* The old one stays mapped for the old generation's children. */
+    rv = apr_shm_create(&shm, sizeof(sbt_paths_t), NULL, s->process->pool);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "SndbufTune auto: "
+                     "no shared memory for what connections see of their "
+                     "paths (%" APR_SIZE_T_FMT " bytes): each connection "
+                     "keeps to its own figures", sizeof(sbt_paths_t));
+        sbt_paths = *kept = NULL;
+        return OK;
+    }
+    sbt_paths = apr_shm_baseaddr_get(shm);
+    memset(sbt_paths, 0, sizeof(*sbt_paths));
+    sbt_paths->magic = SBT_PATH_MAGIC;
+    sbt_paths->version = SBT_PATH_VERSION;
+    sbt_paths->size = sizeof(sbt_paths_t);
+    *kept = sbt_paths;
+    return OK;
 }
 
 static void sbt_path_child_init(apr_pool_t *pchild, server_rec *s)
 {
-#if APR_HAS_THREADS
-    /* Under prefork too: mod_http2 runs streams on threads of its own. */
-    apr_status_t rv = apr_thread_mutex_create(&sbt_paths_mutex,
-                                              APR_THREAD_MUTEX_DEFAULT,
-                                              pchild);
-
-    if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, "SndbufTune auto: cannot "
-                     "create the mutex of the paths' minimum RTTs; each "
-                     "connection keeps its own");
-        return;
-    }
-#else
-    (void)s;
-#endif
-    sbt_paths = apr_pcalloc(pchild, SBT_PATH_SLOTS * sizeof(*sbt_paths));
+    (void)pchild; (void)s;
+    sbt_my_pid = (apr_uint64_t)getpid();
 }
 
 void sbt_path_register_hooks(void)
 {
-    /* The table and its lock: per process, before any connection. */
+    /* The segment before the children fork, which inherit it. */
+    ap_hook_post_config(sbt_path_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    /* Each child's part of its connections' names. */
     ap_hook_child_init(sbt_path_child_init, NULL, NULL, APR_HOOK_MIDDLE);
 }

@@ -262,12 +262,19 @@ void sbt_auto_end(const sbt_auto_t *au, sbt_auto_outcome_t *o);
 void sbt_auto_register_hooks(void);
 
 /* sndbuf_path.c */
-/** Record @a conn's minimum RTT for the path to @a client; return the
- *  lowest any connection to it measured lately (@a own_us if none is
- *  lower, or unknown); @a shared: another connection of this process
- *  looks at it too. */
-apr_uint32_t sbt_path_look(const apr_sockaddr_t *client, const void *conn,
-                           apr_uint32_t own_us, int *shared);
+/** What this server's other auto flows see, for one look. */
+typedef struct {
+    apr_uint32_t min_rtt_us;    /**< the lowest to this client lately */
+    int shared;                 /**< another connection to it looks too */
+    int peers;                  /**< other flows saw a queue like this */
+} sbt_path_view_t;
+
+/** Record @a conn's look at the path to @a client (its own minimum RTT,
+ *  srtt, and @a queue_us, the queue the law would steer by, else 0) and
+ *  say what the others see in @a v, in any of the server's processes. */
+void sbt_path_look(const apr_sockaddr_t *client, const void *conn,
+                   apr_uint32_t own_us, apr_uint32_t srtt_us,
+                   apr_uint32_t queue_us, sbt_path_view_t *v);
 /** Connection @a conn's response has ended: it shares the path no more. */
 void sbt_path_leave(const apr_sockaddr_t *client, const void *conn);
 void sbt_path_register_hooks(void);

@@ -17,6 +17,9 @@
 
 #define MSS     1448
 #define MS      1000
+/* Looks start 2.5 s into the clock: a kernel's monotonic clock is never
+ * at 0 while a server runs. */
+#define T0_MS   2500
 
 /* This lab's kernel: wmem_max = tcp_wmem[2] = 4 MiB. */
 static sbt_law_limits_t lab(void)
@@ -49,7 +52,7 @@ static sbt_law_sample_t look_at(int64_t t_ms, uint32_t rtt_ms, uint64_t rate,
 {
     sbt_law_sample_t s = {0};
 
-    s.now_us = t_ms * MS;
+    s.now_us = (t_ms + T0_MS) * MS;
     s.srtt_us = rtt_ms * MS;
     s.rttvar_us = 0;
     s.mss = MSS;
@@ -632,9 +635,11 @@ static void test_queue(void)
     is_i(out.size, (int)want, "queue: FAST's step, halfway to "
          "cur x base / srtt + STEP, 8 MSS x room 25 ms / queue 50 ms");
 
-    /* Its fixed point: cur = cur x base / srtt + STEP. */
-    for (i = 0; i < 200; i++) {
-        s = crowd_at(200 + 100 * i, 100, 500000, cur, 0);
+    /* Its fixed point: cur = cur x base / srtt + STEP; from within twice
+     * it, as a queue that does not shrink while the buffer halves is
+     * another sender's (test_compete). */
+    for (i = 0, cur = 130000; i < 200; i++) {
+        s = crowd_at(200 + 10 * i, 100, 500000, cur, 0);
         s.srtt_us = 120 * MS;
         sbt_law_look(&l, &lim, &s, &out);
         if (out.act == SBT_LAW_SET) {
@@ -660,8 +665,10 @@ static void test_queue(void)
     /* A crowd's fixed point past the room: cur x queue / srtt = STEP x
      * room / queue, so 50 ms of queue (two rooms) over 100 keeps half
      * of STEP per flow queued: cur = 12 MSS, against 24 at a full step. */
-    for (i = 0, cur = 400000; i < 400; i++) {
-        s = crowd_at(200 + 100 * i, 100, 500000, cur, 0);
+    begin_locked(&l, &lim, 100, 500000, 34000);
+    l.settling = 0;
+    for (i = 0, cur = 34000; i < 400; i++) {
+        s = crowd_at(200 + 10 * i, 100, 500000, cur, 0);
         s.srtt_us = 150 * MS;
         sbt_law_look(&l, &lim, &s, &out);
         if (out.act == SBT_LAW_SET) {
@@ -736,10 +743,102 @@ static void test_alone(void)
     ok(!beside_bulk(&lim, 1000000, &cur, 20, 0) && cur >= 2 * floor,
        "alone: another sender's standing queue never steers the buffer: "
        "sized for rate x the RTT it sees");
+}
+
+/* A crowd of @a n flows of this server in a bottleneck of @a link B/s and
+ * a 100 ms minimum RTT, each with a buffer of *@a cur bytes in flight,
+ * looking every 100 ms from 2.6 s on: the queue is what their sum leaves
+ * beyond the path's BDP, and each gets its buffer per RTT, its share of
+ * the link at most.  From look @a foreign_from to @a foreign_until, a
+ * sender that does not yield keeps the queue at least @a foreign_ms long
+ * (and takes what the crowd leaves).  Returns the last look's output;
+ * *@a cur is the buffer after @a looks looks. */
+static sbt_law_out_t crowd_model(int n, uint64_t link, int *cur, int looks,
+                                 uint32_t foreign_ms, int foreign_from,
+                                 int foreign_until)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out = {0};
+    sbt_law_sample_t s;
+    uint64_t bdp = link / 10, fair = link / (uint64_t)n;
+    int i;
+
+    begin_locked(&l, &lim, 100, fair, *cur);
+    for (i = 1; i <= looks; i++) {
+        uint64_t sum = (uint64_t)n * (uint64_t)*cur;
+        uint64_t q_us = sum > bdp ? (sum - bdp) * 1000000 / link : 0;
+        uint64_t rate;
+
+        if (i >= foreign_from && i <= foreign_until
+            && q_us < foreign_ms * (uint64_t)MS) {
+            q_us = foreign_ms * (uint64_t)MS;
+        }
+        rate = (uint64_t)*cur * 1000000 / (100 * MS + q_us);
+        s = look_at(100 * i, 100, rate < fair ? rate : fair, *cur, 0);
+        s.srtt_us = 100 * MS + (uint32_t)q_us;
+        s.crowd_peers = n - 1;
+        s.cwnd = (uint32_t)(2 * bdp / (uint64_t)n / MSS);   /* bbr's */
+        sbt_law_look(&l, &lim, &s, &out);
+        if (out.act == SBT_LAW_SET) {
+            *cur = out.size;
+        }
+    }
+    return out;
+}
+
+static void test_compete(void)
+{
+    int cur = 800000;
+    sbt_law_out_t out;
+    /* Ten flows through 10 MB/s: each 1 MB/s, a BDP of 100,000 bytes and
+     * STEP / rate = 11.6 ms of queue, within the room (25 ms). */
+    const int fixed = 100000 + 8 * MSS;
+
+    out = crowd_model(10, 10000000, &cur, 100, 0, 0, 0);
+    ok(out.crowd && out.queued, "crowd: ten flows whose queues match, to "
+       "any clients, steer by it");
+    ok(cur >= fixed && cur < fixed * 111 / 100, "crowd: to its share of "
+       "the BDP and STEP queued (within STEER_SHIFT's 11%)");
+
+    /* Known and documented: beside a sender that does not yield, a
+     * crowd's steering yields its rate (docs/auto.md, "Crowds"). */
     cur = 800000;
-    beside_bulk(&lim, 1000000, &cur, 20, 1);
-    ok(cur < floor, "alone: but the queue of a crowd of this server's "
-       "flows does");
+    out = crowd_model(10, 10000000, &cur, 100, 60, 25, 1000);
+    ok(out.crowd && cur < 100000 * 7 / 8, "crowd: beside a standing queue "
+       "of another sender it is steered below its share (a known miss)");
+}
+
+/* Membership: evidence of a crowd holds CROWD_HOLD_US 4 s; a flow whose
+ * queue matches fewer than CROWD_PEERS others' is alone. */
+static void test_members(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    begin_locked(&l, &lim, 100, 1000000, 200000);
+    s = look_at(100, 100, 1000000, 200000, 0);
+    s.srtt_us = 150 * MS;
+    s.crowd_peers = 1;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!out.crowd, "members: one other flow with a queue like it is no "
+       "crowd (CROWD_PEERS 2)");
+    s = look_at(200, 100, 1000000, 200000, 0);
+    s.srtt_us = 150 * MS;
+    s.crowd_peers = 2;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.crowd && out.queued, "members: two are");
+    s = look_at(4199, 100, 1000000, 200000, 0);
+    s.srtt_us = 103 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.crowd, "members: held 4 s with no evidence (its queue too short "
+       "to compare)");
+    s = look_at(4201, 100, 1000000, 200000, 0);
+    s.srtt_us = 103 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!out.crowd, "members: not longer (CROWD_HOLD_US)");
 }
 
 /* Issue 20: a flow alone is never locked below its congestion window;
@@ -907,7 +1006,7 @@ static int queued_at(uint32_t min_rtt_us, uint32_t srtt_us)
     s.min_rtt_us = min_rtt_us;
     s.srtt_us = min_rtt_us;
     sbt_law_begin(&l, &lim, &s, 1000000);
-    s.now_us = 1000 * MS;
+    s.now_us = 5000 * MS;
     s.srtt_us = srtt_us;
     sbt_law_look(&l, &lim, &s, &out);
     return out.queued;
@@ -1095,6 +1194,8 @@ int main(void)
     test_loss_based();
     test_queue();
     test_alone();
+    test_compete();
+    test_members();
     test_window();
     test_window_hold();
     test_window_cap();

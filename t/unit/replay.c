@@ -49,6 +49,7 @@ static void parse_sample(const char *l, sbt_law_sample_t *s)
     s->has_chrono = (int)field(l, "chrono", 0);
     s->path_min_rtt_us = (uint32_t)field(l, "path", 0);
     s->path_shared = (int)field(l, "shared", 0);
+    s->crowd_peers = (int)field(l, "peers", 0);
     s->loss_based = (int)field(l, "loss", 0);
     s->locked_at = (int)field(l, "locked", 0);
     s->effective = (int)field(l, "tb", -1);
