@@ -2,7 +2,7 @@
 # passes on the ordinary build too). h2load opens CLIENTS connections with
 # STREAMS concurrent streams each, over h2c and then over TLS, to a mix of
 # fixed, unset and auto locations, of a directory whose .htaccess says
-# SndbufTune 1m (parsed in each request's thread, where the module must
+# SndbufTune 128k (parsed in each request's thread, where the module must
 # write nothing shared) and of the vhosts' own default (none on the plain
 # port, 64k on TLS), files of 1 kB to 8 MB. Meanwhile curl
 # downloads every file from every location over the same transport and
@@ -24,7 +24,7 @@
 # under ThreadSanitizer this is where an access outside the module's
 # mutex shows up.
 # Before all that, .htaccess: four connections each ask for a file of the
-# directory whose .htaccess says SndbufTune 1m and hold the request's
+# directory whose .htaccess says SndbufTune 128k and hold the request's
 # body back, so that httpd parses the .htaccess (the socket's lock in ss
 # shows it) and waits in the handler: the thread whose parse was the
 # first of its child synchronises with no other from then on. Then 50 new
@@ -85,7 +85,7 @@ my $tmp = File::Temp->newdir('sbt-h2stress-XXXXXX', TMPDIR => 1);
 
 subtest '.htaccess: parsed beside requests that wait for their body' => sub {
     my ($held, $burst, $path) = (4, 50, '/htaccess/16k.bin');
-    my $tb = expected_fixed_tb(1 << 20);
+    my $tb = expected_fixed_tb(128 << 10);
     my @held = map { SndbufTune::StallClient->new(port => $lab->srv->port) }
         1 .. $held;
     $_->send_request(path => $path, host => 'localhost', held => 'x')

@@ -19,9 +19,10 @@ package SndbufTune::Reliability;
 # The layout: the plain port speaks HTTP/1.1 and h2c (prior knowledge),
 # and its default vhost has no SndbufTune; the TLS port (h2, http/1.1) is
 # a vhost whose own default is SndbufTune 64k. With htaccess => 1,
-# /htaccess/ is a fifth location, whose .htaccess says SndbufTune 1m
-# (AllowOverrideList names it), larger than any size the server's own
-# files give: each request's thread parses it. Under prefork, mod_http2
+# /htaccess/ is a fifth location, whose .htaccess says SndbufTune 128k
+# (AllowOverrideList names it), a size no other location gives and below
+# the stock wmem_max, so its socket's tb is the same whichever profile
+# the machine has: each request's thread parses it. Under prefork, mod_http2
 # declares HTTP/2 inactive (AH10034) and, told H2Direct anyway, its
 # children crash with slow h2c downloads (SIGSEGV, without this module
 # too): there both ports speak HTTP/1.1 only. On both, /fixed/ is 256k,
@@ -110,7 +111,7 @@ sub new {
         $srv->add_link("/$_/$name.bin", "/files/$name.bin")
             for grep { $_ ne 'files' } $self->where;
     }
-    $srv->add_file('/htaccess/.htaccess', "SndbufTune 1m\n") if $htaccess;
+    $srv->add_file('/htaccess/.htaccess', "SndbufTune 128k\n") if $htaccess;
     return $self;
 }
 
