@@ -14,7 +14,10 @@
  * kept across restarts.  No lock that could hang a worker: a path slot is
  * taken with a compare-and-swap on its sequence word, and a look that
  * finds it taken goes without it (no worse off than without the table);
- * the board's bits are set and read atomically.
+ * the board's bits are set and read atomically.  The atomics are the
+ * compiler's, not APR's: APR's are calls into a library ThreadSanitizer
+ * does not instrument, so it would see the slot's plain fields written
+ * with no ordering between threads.
  */
 
 #include <unistd.h>             /* getpid */
@@ -22,7 +25,6 @@
 #include "httpd.h"
 #include "http_log.h"
 
-#include "apr_atomic.h"
 #include "apr_shm.h"
 
 #include "sndbuf_tune.h"
@@ -150,8 +152,11 @@ static sbt_path_t *sbt_path_take(const apr_sockaddr_t *client)
     }
     p = &sbt_paths->path[sbt_hash(client->ipaddr_ptr, len) % SBT_PATH_SLOTS];
     for (i = 0; i < SBT_PATH_TRIES; i++) {
-        seq = apr_atomic_read32(&p->seq);
-        if (!(seq & 1) && apr_atomic_cas32(&p->seq, seq + 1, seq) == seq) {
+        seq = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
+        if (!(seq & 1)
+            && __atomic_compare_exchange_n(&p->seq, &seq, seq + 1, 0,
+                                           __ATOMIC_ACQUIRE,
+                                           __ATOMIC_RELAXED)) {
             return p;
         }
     }
@@ -160,7 +165,7 @@ static sbt_path_t *sbt_path_take(const apr_sockaddr_t *client)
 
 static void sbt_path_give(sbt_path_t *p)
 {
-    apr_atomic_inc32(&p->seq);
+    __atomic_fetch_add(&p->seq, 1, __ATOMIC_RELEASE);
 }
 
 /** The lowest minimum RTT to @a client lately (@a own_us if none is
@@ -182,9 +187,13 @@ static void sbt_path_client(const apr_sockaddr_t *client, apr_uint64_t conn,
             sbt_path_give(p);
             return;
         }
-        *p = (sbt_path_t){.seq = p->seq, .min_rtt_us = own_us,
-                          .family = (apr_uint32_t)client->family};
+        /* the slot is this address's now (seq is the taker's word) */
+        p->family = (apr_uint32_t)client->family;
+        memset(p->addr, 0, sizeof(p->addr));
         memcpy(p->addr, client->ipaddr_ptr, client->ipaddr_len);
+        p->min_rtt_us = own_us;
+        p->seen = 0;
+        memset(p->looker, 0, sizeof(p->looker));
     }
     if (stale || own_us <= p->min_rtt_us) {
         p->min_rtt_us = own_us;
@@ -216,12 +225,14 @@ static int sbt_board_bucket(apr_uint32_t us)
 static sbt_slice_t *sbt_board_slice(apr_uint64_t e)
 {
     sbt_slice_t *sl = &sbt_paths->slice[e % SBT_BOARD_SLICES];
-    apr_uint64_t was = apr_atomic_read64(&sl->epoch);
+    apr_uint64_t was = __atomic_load_n(&sl->epoch, __ATOMIC_ACQUIRE);
     int i;
 
-    if (was < e && apr_atomic_cas64(&sl->epoch, e, was) == was) {
+    if (was < e
+        && __atomic_compare_exchange_n(&sl->epoch, &was, e, 0,
+                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         for (i = 0; i < SBT_BOARD_BUCKETS; i++) {
-            apr_atomic_set64(&sl->flows[i], 0);
+            __atomic_store_n(&sl->flows[i], 0, __ATOMIC_RELAXED);
         }
     }
     return sl;
@@ -229,11 +240,7 @@ static sbt_slice_t *sbt_board_slice(apr_uint64_t e)
 
 static void sbt_board_mark(apr_uint64_t *flows, apr_uint64_t bit)
 {
-    apr_uint64_t was;
-
-    do {
-        was = apr_atomic_read64(flows);
-    } while (!(was & bit) && apr_atomic_cas64(flows, was | bit, was) != was);
+    __atomic_fetch_or(flows, bit, __ATOMIC_RELAXED);
 }
 
 static int sbt_popcount(apr_uint64_t v)
@@ -267,12 +274,12 @@ static int sbt_board_look(apr_uint64_t bit, apr_uint32_t queue_us,
     for (k = 0; k < window && (apr_uint64_t)k <= e; k++) {
         const sbt_slice_t *sl = &sbt_paths->slice[(e - k) % SBT_BOARD_SLICES];
 
-        if (apr_atomic_read64((apr_uint64_t *)&sl->epoch) != e - k) {
+        if (__atomic_load_n(&sl->epoch, __ATOMIC_ACQUIRE) != e - k) {
             continue;
         }
         for (b = row - SBT_BOARD_BAND; b <= row + SBT_BOARD_BAND; b++) {
             if (b >= 0 && b < SBT_BOARD_BUCKETS) {
-                seen |= apr_atomic_read64((apr_uint64_t *)&sl->flows[b]);
+                seen |= __atomic_load_n(&sl->flows[b], __ATOMIC_RELAXED);
             }
         }
     }
