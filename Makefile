@@ -31,13 +31,17 @@ install: all
 deps:
 	scripts/ensure-deps
 
-# make test: the module and what the sections below add to TEST_FIRST,
-# two at a time (the fuzzer's fixed time beside the sanitizer builds),
-# then every suite (t/all).
+# make test: the module, then every suite (t/all). What the sections
+# below add to TEST_FIRST (unit tests, the fuzzer's fixed time, the
+# sanitizer builds) is t/all's first suite, beside the WAN labs: those
+# need only the module, and take longest.
 test: deps
-	$(MAKE) -j2 --output-sync=target FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) \
-	    all $(TEST_FIRST)
+	$(MAKE) all
 	t/all
+
+test-first:
+	$(MAKE) -j2 --output-sync=target FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) \
+	    $(TEST_FIRST)
 
 demo:
 	scripts/ensure-deps --demo
@@ -66,7 +70,7 @@ clean:
 	rm -rf .libs *.o *.lo *.slo *.la bench/path_cost
 	-t/run -clean >/dev/null 2>&1
 
-.PHONY: all install deps test demo demo-stop bench clean
+.PHONY: all install deps test test-first demo demo-stop bench clean
 
 # ---------------------------------------------------------------------------
 # The control law (sndbuf_law.c), pure: exact decisions for constructed

@@ -173,7 +173,7 @@ EOF
 };
 
 {
-    my %size = ('/seed.bin' => 1536 << 10, '/window.bin' => 3 << 20);
+    my %size = ('/seed.bin' => 768 << 10, '/window.bin' => 1536 << 10);
     my ($lab, $sbs, $sha) = SndbufTune::WanLab->lab_with_server(
         tag => 's', rtt_ms => 250, rate_mbit => 30, files => \%size,
         server => { name => 'sbs', status_pages => 1,

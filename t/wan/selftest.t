@@ -1,8 +1,8 @@
 # The WAN lab's own accuracy check, `t/wan/selftest --quick`, as tests:
-# each of its PASS/FAIL lines is one test (RTT, goodput, lateness, loss,
-# rate steps and a trace-driven link against the lab's settings), its
-# figures are notes, and its exit status is one more. The recorded
-# cellular traces are left to make bench (the full self-test). Needs root
+# each of its PASS/FAIL lines is one test (RTT, goodput, loss, client
+# addresses and a sub-link against the lab's settings), its figures are
+# notes, and its exit status is one more. Rate steps and traces, which
+# only the bench uses, are left to make bench (the full self-test). Needs root
 # and /dev/net/tun (skips otherwise; fails instead when $CI is set).
 use strict;
 use warnings;
