@@ -31,8 +31,9 @@
 # Each lab runs once. Its premises (A had data acknowledged, the queue
 # stood, B's own minrtt in the range above) are preconditions, not
 # results: a lab that misses one skips the module's checks and says why,
-# with the figures. B is intact whenever it ran. The server has one process: the minimum RTTs
-# are shared within a process. Kernel state and the module's notes only;
+# with the figures. B is intact whenever it ran. The server is prefork with
+# two processes, so A and B are served by different ones: the minimum RTTs
+# are shared across processes. Kernel state and the module's notes only;
 # no wall-clock assertions.
 use strict;
 use warnings;
@@ -92,11 +93,11 @@ sub late_comer {
         tag => '6', rtt_ms => RTT_MS, rate_mbit => RATE_BPS / 1e6,
         queue_bytes => 6 * $BDP,
         files => { '/a.bin' => 400 << 20, '/b.bin' => SIZE_B },
-        # one process: the minimum RTTs are shared within a process;
-        # limits narrower than tcp_wmem skip the ramp, so B's slow start
+        # prefork, two processes: A and B in different ones, whose
+        # minimum RTTs sndbuf_path.c's shared table joins; limits narrower than tcp_wmem skip the ramp, so B's slow start
         # cannot overflow the queue and cut the bulk flow's cwnd below
         # its window (the queue would drain, and B's minimum with it)
-        server => { name => 'late', processes => 1,
+        server => { name => 'late', mpm => 'prefork', processes => 2,
                     body => "SndbufTune auto\nSndbufTuneLimits 4k 64k\n" });
     my $ja = $lab->curl_start(url => $srv->url('/a.bin'), max_time => 180);
     $r{acked} = poll_until(20, sub { my $v = view($lab, $ja);
