@@ -59,11 +59,11 @@ bench: deps bench/path_cost
 	bench/run $(BENCH_ARGS)
 
 # What a look at the shared path table costs (bench/run's crowds part).
-bench/path_cost: bench/path_cost.c sndbuf_path.c sndbuf_parse.c \
-                 sndbuf_kernel.c sndbuf_tune.h
+bench/path_cost: bench/path_cost.c bench/httpd_stubs.c bench/httpd_stubs.h \
+                 sndbuf_path.c sndbuf_parse.c sndbuf_kernel.c sndbuf_tune.h
 	$(CC) -O2 -Wall -Wextra -I$(shell $(APXS) -q INCLUDEDIR) \
 	    $(shell $(APR_CONFIG) --includes --cppflags) -o $@ $< \
-	    sndbuf_path.c sndbuf_parse.c sndbuf_kernel.c \
+	    bench/httpd_stubs.c sndbuf_path.c sndbuf_parse.c sndbuf_kernel.c \
 	    $(shell $(APR_CONFIG) --link-ld) -lpthread
 
 clean:

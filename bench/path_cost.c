@@ -5,8 +5,8 @@
  * (its address slot and the board of queues and RTTs), with FLOWS
  * concurrent downloads to as many client addresses, looked at by THREADS
  * threads at once, as the children of a busy server would.  The real
- * sndbuf_path.c, linked with stubs for the few httpd calls it makes at
- * startup.  Prints "threads flows looks cpu_ns_per_look".
+ * sndbuf_path.c, linked with bench/httpd_stubs.c for the few httpd calls
+ * it makes at startup.  Prints "threads flows looks cpu_ns_per_look".
  *
  *   bench/path_cost [FLOWS [THREADS [LOOKS_PER_THREAD]]]
  */
@@ -18,59 +18,11 @@
 #include <time.h>
 
 #include "httpd.h"
-#include "http_config.h"
-#include "http_log.h"
 #include "apr_general.h"
 #include "apr_network_io.h"
 
 #include "../sndbuf_tune.h"
-
-/* ---- what sndbuf_path.c needs of httpd ---- */
-
-module AP_MODULE_DECLARE_DATA sndbuf_tune_module;
-
-typedef int (*sbt_post_config_f)(apr_pool_t *, apr_pool_t *, apr_pool_t *,
-                                 server_rec *);
-typedef void (*sbt_child_init_f)(apr_pool_t *, server_rec *);
-static sbt_post_config_f sbt_cost_post_config;
-static sbt_child_init_f sbt_cost_child_init;
-static void *sbt_cost_retained;
-
-AP_DECLARE(void) ap_hook_post_config(sbt_post_config_f f,
-                                     const char *const *pre,
-                                     const char *const *succ, int order)
-{
-    (void)pre; (void)succ; (void)order;
-    sbt_cost_post_config = f;
-}
-
-AP_DECLARE(void) ap_hook_child_init(sbt_child_init_f f,
-                                    const char *const *pre,
-                                    const char *const *succ, int order)
-{
-    (void)pre; (void)succ; (void)order;
-    sbt_cost_child_init = f;
-}
-
-AP_DECLARE(void *) ap_retained_data_get(const char *key)
-{
-    (void)key;
-    return sbt_cost_retained;
-}
-
-AP_DECLARE(void *) ap_retained_data_create(const char *key, apr_size_t size)
-{
-    (void)key;
-    return sbt_cost_retained = calloc(1, size);
-}
-
-AP_DECLARE(void) ap_log_error_(const char *file, int line, int module_index,
-                               int level, apr_status_t status,
-                               const server_rec *s, const char *fmt, ...)
-{
-    (void)file; (void)line; (void)module_index; (void)level; (void)s;
-    fprintf(stderr, "path_cost: %s (%d)\n", fmt, status);
-}
+#include "httpd_stubs.h"
 
 /* ---- the flows ---- */
 
@@ -135,8 +87,7 @@ int main(int argc, char **argv)
     proc.pool = pool;
     s.process = &proc;
     sbt_path_register_hooks();
-    sbt_cost_post_config(pool, pool, pool, &s);
-    sbt_cost_child_init(pool, &s);
+    sbt_stubs_start(pool, &s);
     sbt_flows = calloc((size_t)sbt_nflows, sizeof(*sbt_flows));
     for (i = 0; i < sbt_nflows; i++) {
         sbt_cost_flow_t *f = &sbt_flows[i];

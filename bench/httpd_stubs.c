@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+
+/*
+ * bench/httpd_stubs.c: the httpd calls sndbuf_path.c makes at startup,
+ * for a program that links sndbuf_path.c without httpd (bench/path_cost.c):
+ * the hooks it registers are kept and run by sbt_stubs_start(), the
+ * retained data is one calloc, and a log line goes to stderr.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "httpd.h"
+#include "http_config.h"
+#include "http_log.h"
+
+#include "httpd_stubs.h"
+
+module AP_MODULE_DECLARE_DATA sndbuf_tune_module;
+
+typedef int (*sbt_post_config_f)(apr_pool_t *, apr_pool_t *, apr_pool_t *,
+                                 server_rec *);
+typedef void (*sbt_child_init_f)(apr_pool_t *, server_rec *);
+static sbt_post_config_f sbt_stub_post_config;
+static sbt_child_init_f sbt_stub_child_init;
+static void *sbt_stub_retained;
+
+AP_DECLARE(void) ap_hook_post_config(sbt_post_config_f f,
+                                     const char *const *pre,
+                                     const char *const *succ, int order)
+{
+    (void)pre; (void)succ; (void)order;
+    sbt_stub_post_config = f;
+}
+
+AP_DECLARE(void) ap_hook_child_init(sbt_child_init_f f,
+                                    const char *const *pre,
+                                    const char *const *succ, int order)
+{
+    (void)pre; (void)succ; (void)order;
+    sbt_stub_child_init = f;
+}
+
+AP_DECLARE(void *) ap_retained_data_get(const char *key)
+{
+    (void)key;
+    return sbt_stub_retained;
+}
+
+AP_DECLARE(void *) ap_retained_data_create(const char *key, apr_size_t size)
+{
+    (void)key;
+    return sbt_stub_retained = calloc(1, size);
+}
+
+AP_DECLARE(void) ap_log_error_(const char *file, int line, int module_index,
+                               int level, apr_status_t status,
+                               const server_rec *s, const char *fmt, ...)
+{
+    (void)file; (void)line; (void)module_index; (void)level; (void)s;
+    fprintf(stderr, "path_cost: %s (%d)\n", fmt, status);
+}
+
+void sbt_stubs_start(apr_pool_t *pool, server_rec *s)
+{
+    sbt_stub_post_config(pool, pool, pool, s);
+    sbt_stub_child_init(pool, s);
+}
