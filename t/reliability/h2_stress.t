@@ -86,6 +86,7 @@ my $tmp = File::Temp->newdir('sbt-h2stress-XXXXXX', TMPDIR => 1);
 subtest '.htaccess: parsed beside requests that wait for their body' => sub {
     my ($held, $burst, $path) = (4, 50, '/htaccess/16k.bin');
     my $tb = expected_fixed_tb(128 << 10);
+    my $log_from = -s $lab->srv->access_log;
     my @held = map { SndbufTune::StallClient->new(port => $lab->srv->port) }
         1 .. $held;
     $_->send_request(path => $path, host => 'localhost', held => 'x')
@@ -111,6 +112,18 @@ subtest '.htaccess: parsed beside requests that wait for their body' => sub {
            'held request from port ' . $c->local_port . ': 200 and the '
            . 'whole file once its body is sent');
     }
+    # Each logged, with the .htaccess's policy; and logged before the
+    # next subtest counts its own entries (httpd logs a request after its
+    # client may have read the whole response).
+    my $want = $held + $burst;
+    my ($entries) = poll_until(30, sub {
+        my @e = grep { ($_->{uri} // '') eq $path }
+                $lab->srv->access_entries(from => $log_from);
+        return @e >= $want ? \@e : undef;
+    }, 0.1);
+    $entries ||= [];
+    is(scalar(grep { ($_->{policy} // '') eq 'fixed' } @$entries), $want,
+       "each of the $want requests logged, policy fixed");
 };
 
 # h2load in the background; its output goes to a file.
