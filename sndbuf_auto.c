@@ -53,6 +53,10 @@ struct sbt_auto_t {
     apr_int64_t next_look;      /**< sbt_clock_us() */
     int loss_based;             /**< cubic, reno: fills queues; read once */
     int stopped;                /**< no more looks: TCP_INFO failed */
+    /** sbt_auto_delivered() at the last look, and when: what a crowd's
+     *  flow delivered since counts for its crowd (sndbuf_path.c). */
+    apr_uint64_t delivered;
+    apr_int64_t delivered_at;
     int retunes;
     sbt_tally_t tally;
     sbt_law_limits_t lim;
@@ -71,6 +75,46 @@ static void sbt_auto_limits(sbt_law_limits_t *lim, const sbt_req_t *rq)
     lim->tcp_wmem_initial = sbt_kernel.tcp_wmem[1];
     lim->tcp_wmem_max = sbt_kernel.tcp_wmem[2];
     lim->no_release = !sbt_kernel.has_buf_lock;
+}
+
+/** Bytes the connection delivered so far: its segments delivered, which
+ *  count SACKed ones as they arrive (bytes_acked jumps when a hole is
+ *  filled, which read as more than the link carried), else bytes_acked. */
+static apr_uint64_t sbt_auto_delivered(const sbt_tcp_info_t *ti)
+{
+    return (ti->valid & SBT_TI_DELIVERED)
+           ? (apr_uint64_t)ti->delivered * ti->snd_mss : ti->bytes_acked;
+}
+
+/** What the server's other flows see (sndbuf_path.c), into @a s.  A flow
+ *  that was in a crowd at its last look counts for the crowds: what it
+ *  delivered since (not on HTTP/2, whose streams share one socket's
+ *  count), and whether it sees their queue gone. */
+static void sbt_auto_path_look(const sbt_auto_t *a, conn_rec *c,
+                               const sbt_tcp_info_t *ti, apr_uint32_t own,
+                               sbt_law_sample_t *s)
+{
+    conn_rec *primary = c->master ? c->master : c;
+    apr_uint64_t delivered = sbt_auto_delivered(ti);
+    sbt_path_seen_t seen = {own, s->srtt_us,
+                            sbt_law_queue_counts(own, s->srtt_us), 0, 0, 0};
+    sbt_path_view_t v;
+
+    seen.member = a->law.crowd && !a->lim.shared;
+    if (seen.member && a->delivered_at && delivered > a->delivered) {
+        seen.delivered = delivered - a->delivered;
+        seen.since_us = a->delivered_at;
+    }
+    /* The connection's identity is its conn_rec: the event MPM sets c->id
+     * anew whenever a worker takes the connection up. */
+    sbt_path_look(primary->client_addr, primary, &seen, &v);
+    s->path_min_rtt_us = v.min_rtt_us;
+    s->path_shared = v.shared;
+    s->crowd_peers = v.peers;
+    s->crowd_rate = v.crowd_rate;
+    s->crowd_peak = v.crowd_peak;
+    s->crowd_drained_us = v.drained_at;
+    s->contested_until_us = v.contested_until;
 }
 
 /** The law's sample from TCP_INFO @a ti and the socket. */
@@ -102,16 +146,7 @@ static void sbt_auto_sample(const sbt_auto_t *a, const sbt_tcp_info_t *ti,
     s->effective = s->locked_at ? -1 : sbt_sock_known_size(sock);
     own = sbt_law_own_min_rtt(s, &handshake);
     if (!handshake) {
-        conn_rec *primary = c->master ? c->master : c;
-        sbt_path_view_t v;
-
-        /* The connection's identity is its conn_rec: the event MPM sets
-         * c->id anew whenever a worker takes the connection up. */
-        sbt_path_look(primary->client_addr, primary, own, s->srtt_us,
-                      sbt_law_queue_counts(own, s->srtt_us), &v);
-        s->path_min_rtt_us = v.min_rtt_us;
-        s->path_shared = v.shared;
-        s->crowd_peers = v.peers;
+        sbt_auto_path_look(a, c, ti, own, s);
     }
 }
 
@@ -178,13 +213,20 @@ static void sbt_auto_trace_sample(conn_rec *c, const char *what,
                   "minrtt=%u acked=%" APR_UINT64_T_FMT " rate=%"
                   APR_UINT64_T_FMT " applimited=%d retrans=%u limited=%"
                   APR_UINT64_T_FMT " chrono=%d path=%u shared=%d peers=%d "
+                  "crate=%" APR_UINT64_T_FMT " cpeak=%" APR_UINT64_T_FMT
+                  " drained=%" APR_INT64_T_FMT " contested=%" APR_INT64_T_FMT
+                  " "
                   "loss=%d locked=%d tb=%d cwnd=%u act=%d size=%d", what,
                   (apr_int64_t)s->now_us, s->srtt_us, s->rttvar_us, s->mss,
                   s->min_rtt_us, (apr_uint64_t)s->bytes_acked,
                   (apr_uint64_t)s->delivery_rate, s->app_limited,
                   s->total_retrans, (apr_uint64_t)s->sndbuf_limited_us,
                   s->has_chrono, s->path_min_rtt_us, s->path_shared,
-                  s->crowd_peers, s->loss_based, s->locked_at, s->effective,
+                  s->crowd_peers, (apr_uint64_t)s->crowd_rate,
+                  (apr_uint64_t)s->crowd_peak,
+                  (apr_int64_t)s->crowd_drained_us,
+                  (apr_int64_t)s->contested_until_us, s->loss_based,
+                  s->locked_at, s->effective,
                   s->cwnd,
                   out ? (int)out->act : -1, out ? out->size : 0);
 }
@@ -216,20 +258,29 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     }
     sbt_auto_sample(a, &ti, &conn->sock, c, &s);
     sbt_law_look(&a->law, &a->lim, &s, &out);
+    if (out.contest_until_us) {
+        sbt_path_contest(out.contest_until_us);
+    }
+    a->delivered = sbt_auto_delivered(&ti);
+    a->delivered_at = s.now_us;
     conn->rate_estimate = a->law.measured;
     a->next_look = now + (s.srtt_us > SBT_AUTO_MIN_INTERVAL
                           ? s.srtt_us : SBT_AUTO_MIN_INTERVAL);
     ap_log_cerror(APLOG_MARK, APLOG_TRACE2, 0, c, "SndbufTune auto look: "
                   "min rtt %uus (own %uus%s) srtt %uus rttvar %uus measured %"
-                  APR_UINT64_T_FMT " B/s%s%s%s, %d other flows with a queue "
-                  "like it, locked at %d, tb %d: %s",
+                  APR_UINT64_T_FMT " B/s%s%s%s%s, %d other flows with a queue "
+                  "like it, the crowds deliver %" APR_UINT64_T_FMT " B/s (at "
+                  "most %" APR_UINT64_T_FMT "), locked at %d, tb %d: %s",
                   a->law.min_rtt_us, a->law.own_min_rtt_us,
                   a->law.from_handshake ? ", handshake" : "", s.srtt_us,
                   s.rttvar_us, a->law.measured,
                   out.limited ? ", send-buffer-limited" : "",
                   a->law.ramping ? ", ramping" : "",
-                  out.crowd ? ", in a crowd" : "", s.crowd_peers,
-                  s.locked_at, s.effective, out.why);
+                  out.crowd ? ", in a crowd" : "",
+                  out.contested ? " beside another sender" : "",
+                  s.crowd_peers, (apr_uint64_t)s.crowd_rate,
+                  (apr_uint64_t)s.crowd_peak, s.locked_at, s.effective,
+                  out.why);
     sbt_auto_trace_sample(c, "look", &s, &out);
     sbt_auto_apply(a, conn, c, &s, &out);
     sbt_auto_set_chunk(a, &conn->sock);
@@ -266,6 +317,8 @@ sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
     a->loss_based = sbt_sock_loss_based(&conn->sock);
     sbt_auto_sample(a, &rq->start, &conn->sock, r->connection, &s);
     sbt_law_begin(&a->law, &a->lim, &s, conn->rate_estimate);
+    a->delivered = sbt_auto_delivered(&rq->start);
+    a->delivered_at = s.now_us;
     ap_log_cerror(APLOG_MARK, APLOG_TRACE3, 0, r->connection,
                   "SndbufTune auto limits: min=%d max=%d conf=%"
                   APR_UINT64_T_FMT " shared=%d wmem_max=%u wmem1=%u "

@@ -18,6 +18,9 @@
 #include <linux/version.h>
 #define SBT_HAVE_TCP_INFO 1
 /* Headers older than the running kernel may lack the newest fields. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(4, 18, 0)
+#define SBT_HAVE_DELIVERED 1
+#endif
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 4, 0)
 #define SBT_HAVE_SND_WND 1
 #endif
@@ -311,6 +314,12 @@ int sbt_sock_tcp_info(int fd, sbt_tcp_info_t *out)
     out->busy_us = ti.tcpi_busy_time;
     out->rwnd_limited_us = ti.tcpi_rwnd_limited;
     out->sndbuf_limited_us = ti.tcpi_sndbuf_limited;
+#ifdef SBT_HAVE_DELIVERED
+    if (SBT_TI_HAS(len, tcpi_delivered)) {
+        out->valid |= SBT_TI_DELIVERED;
+        out->delivered = ti.tcpi_delivered;
+    }
+#endif
 #ifdef SBT_HAVE_SND_WND
     if (SBT_TI_HAS(len, tcpi_snd_wnd)) {
         out->valid |= SBT_TI_SND_WND;

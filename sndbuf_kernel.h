@@ -49,6 +49,9 @@ typedef struct {
     apr_uint32_t snd_wnd;      /**< the peer's window, bytes (>= 5.4) */
     apr_uint32_t unacked;      /**< segments in flight */
     apr_uint32_t notsent;      /**< bytes queued, not yet sent (>= 4.6) */
+    /** Segments delivered, SACKed ones as they are (>= 4.18): unlike
+     *  bytes_acked, no jump when a retransmission fills a hole. */
+    apr_uint32_t delivered;
 } sbt_tcp_info_t;
 
 #define SBT_TI_BASE        0x01  /**< every u32 field but min_rtt_us */
@@ -58,6 +61,7 @@ typedef struct {
 #define SBT_TI_CHRONO      0x10  /**< busy, rwnd- and sndbuf-limited time */
 #define SBT_TI_SND_WND     0x20
 #define SBT_TI_NOTSENT     0x40
+#define SBT_TI_DELIVERED   0x80
 
 /** Microseconds on a clock nothing steps (CLOCK_MONOTONIC), for every
  *  interval the module times: the wall clock (apr_time_now) moves with a

@@ -100,6 +100,20 @@
 #define SBT_LAW_CROWD_PEERS     2
 #define SBT_LAW_CROWD_HOLD_US   4000000
 
+/* A crowd's queue is contested, another sender's too, when the crowd
+ * delivers less than CONTEST_NUM/DEN of the most it delivered lately
+ * while the queue has stood for CONTEST_STOOD_US, longer than the
+ * delivery read covers (the last second): BBR's PROBE_RTT, a crowd's
+ * flows at once, drains the queue and their delivery with it.  Steering
+ * down then only yields the link.  The crowd's flows are sized as flows
+ * alone (floored at their windows), all of them (sndbuf_path.c shares
+ * it), for CONTEST_HOLD_US; after that they steer again, and a sender
+ * still there shows again. */
+#define SBT_LAW_CONTEST_NUM     7
+#define SBT_LAW_CONTEST_DEN     8
+#define SBT_LAW_CONTEST_STOOD_US 2000000
+#define SBT_LAW_CONTEST_HOLD_US 8000000
+
 /* Send-buffer-limited for more than 1/8 of an interval means limited. */
 #define SBT_LAW_LIMITED_SHIFT   3
 
@@ -265,6 +279,27 @@ static int sbt_law_crowd(sbt_law_t *l, const sbt_law_sample_t *s)
     return s->now_us < l->crowd_until_us;
 }
 
+/** Is the crowd's queue another sender's too (sets out's contest)? */
+static int sbt_law_contested(const sbt_law_t *l, const sbt_law_sample_t *s,
+                             sbt_law_out_t *out)
+{
+    if (l->crowd && s->crowd_peak
+        && s->crowd_rate * SBT_LAW_CONTEST_DEN
+           < s->crowd_peak * SBT_LAW_CONTEST_NUM
+        && s->now_us - s->crowd_drained_us >= SBT_LAW_CONTEST_STOOD_US
+        && sbt_law_queue_steers(l->min_rtt_us, sbt_law_queue_us(l, s))) {
+        out->contest_until_us = s->now_us + SBT_LAW_CONTEST_HOLD_US;
+        return 1;
+    }
+    return l->crowd && s->now_us < s->contested_until_us;
+}
+
+/** Is the flow's queue its crowd's to steer by? */
+static int sbt_law_steered(const sbt_law_t *l)
+{
+    return l->crowd && !l->contested;
+}
+
 /** FAST's step: the bytes each flow leaves in a queue of @a queue_us. */
 static uint64_t sbt_law_step(const sbt_law_t *l, const sbt_law_sample_t *s,
                              uint32_t queue_us)
@@ -293,7 +328,7 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
     else {
         next = sbt_law_target(l->rate, (uint64_t)s->srtt_us + s->rttvar_us
                                        + SBT_LAW_REFILL_US);
-        if (l->recovering && !l->crowd) {
+        if (l->recovering && !sbt_law_steered(l)) {
             next *= SBT_LAW_LOSS_FACTOR;
         }
         if (limited && next < cur + (cur >> SBT_LAW_GROW_SHIFT)) {
@@ -339,11 +374,11 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
      * A flow alone's is its own, which rate x RTT bounds, or another
      * sender's, to which a delay-based controller yields without end. */
     out->queue_us = sbt_law_queue_us(l, s);
-    out->queued = l->crowd && sbt_law_queue_steers(l->min_rtt_us,
-                                                   out->queue_us);
+    out->queued = sbt_law_steered(l)
+                  && sbt_law_queue_steers(l->min_rtt_us, out->queue_us);
     want = law = sbt_law_next(l, s, out->queued ? out->queue_us : 0,
                               out->limited, cur);
-    if (!l->crowd) {
+    if (!sbt_law_steered(l)) {
         uint64_t window = sbt_law_window(l, lim, s);
 
         out->windowed = window > want;
@@ -362,7 +397,8 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
     /* A loss-based sender alone needs the queue it fills and room to
      * recover from each cycle's loss: locked only past autotuning's reach
      * (a long fat path), never for its window: autotuning gives 1.5 x it. */
-    if (s->loss_based && !l->crowd && sbt_law_autotuning_allowed(lim)
+    if (s->loss_based && !sbt_law_steered(l)
+        && sbt_law_autotuning_allowed(lim)
         && 2 * law <= lim->tcp_wmem_max) {
         return "loss-based congestion control, within autotuning's "
                "reach: left to autotuning";
@@ -406,8 +442,10 @@ static void sbt_law_retune(sbt_law_t *l, const sbt_law_limits_t *lim,
     /* A crowd's buffer holds each flow below its window; a loss-based
      * sender, unlike bbr, does not pace, so each refill would leave at
      * once and the bursts overflow the queue that steers it. */
-    out->pace = s->loss_based && l->crowd;
+    out->pace = s->loss_based && sbt_law_steered(l);
     out->why = out->queued ? "steered by the queue"
+               : out->windowed && l->contested
+               ? "the congestion window (a crowd beside another sender)"
                : out->windowed ? "the congestion window (a flow alone)"
                : "rate x RTT";
 }
@@ -485,6 +523,7 @@ void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
     }
     l->retrans = s->total_retrans;
     l->crowd = sbt_law_crowd(l, s);
+    l->contested = sbt_law_contested(l, s, out);
     ramp = l->ramping && sbt_law_ramping(l, s);
     out->rate_switched = sbt_law_set_rate(l, lim);
     if (ramp) {
@@ -500,4 +539,5 @@ void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
         l->settling--;
     }
     out->crowd = l->crowd;
+    out->contested = l->contested;
 }

@@ -51,6 +51,14 @@ typedef struct {
     uint32_t path_min_rtt_us;
     int path_shared;
     int crowd_peers;
+    /** Also from sndbuf_path.c: what the crowds' flows delivered together
+     *  lately and the most they did (bytes/s; 0: not known), when one of
+     *  them last saw no queue, and until when another look found their
+     *  queue contested (0: never). */
+    uint64_t crowd_rate;
+    uint64_t crowd_peak;
+    int64_t crowd_drained_us;   /**< a crowd's flow last saw no queue */
+    int64_t contested_until_us;
     int loss_based;             /**< cubic, reno (not bbr): fill the queue */
     int locked_at;              /**< SO_SNDBUF a lock holds; 0: autotuned */
     int effective;              /**< SO_SNDBUF read (ss's tb); -1: locked */
@@ -77,6 +85,7 @@ typedef struct {
     int64_t window_us;          /**< since */
     int crowd;                  /**< in a crowd at the last look */
     int64_t crowd_until_us;     /**< held a crowd until */
+    int contested;              /**< its queue another sender's too */
 } sbt_law_t;
 
 typedef enum {
@@ -98,6 +107,10 @@ typedef struct {
     int rate_switched;          /**< between configured and measured */
     int pace;                   /**< have the kernel pace it (with SET) */
     int crowd;                  /**< in a crowd of this server's flows */
+    int contested;              /**< beside another sender: sized alone */
+    /** This look found the crowd's queue contested: the others' looks are
+     *  to know until when (sbt_path_contest); 0: it did not. */
+    int64_t contest_until_us;
 } sbt_law_out_t;
 
 /** Start following a response; @a estimate: the rate an earlier response

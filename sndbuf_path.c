@@ -8,7 +8,9 @@
  *    whether another connection to it looks now;
  *  - a board of the queues flows saw lately, to any client: flows whose
  *    queues match at the same moment share a bottleneck, whatever their
- *    addresses and processes.
+ *    addresses and processes;
+ *  - what the crowds' flows delivered together lately, the most they did,
+ *    and until when their queue is known to be another sender's too.
  *
  * One anonymous shared-memory segment, made before the children fork and
  * kept across restarts.  No lock that could hang a worker: a path slot is
@@ -62,8 +64,25 @@ APLOG_USE_MODULE(sndbuf_tune);
 #define SBT_BOARD_WINDOW_MIN 4
 #define SBT_BOARD_BAND      2
 
+/* The crowds' delivery: each crowd's flow keeps its delivery rate since
+ * its last look in a slot of its own (open addressing, PROBES tries from
+ * its hash; a slot not written for FLOW_FRESH is free).  Whoever moves the
+ * board to a new slice sums them into it, and a look reads the mean of
+ * the last SENT_SLICES slices (1 s).  A flow's rate covers the time since
+ * its last look, which under the event MPM may be a second: summed bytes
+ * per slice would come in late, and the crowd look slower than it is.
+ * The peak is held over PEAK_BLOCKS blocks of PEAK_BLOCK_US (16 to 20 s),
+ * longer than a contest lasts (sndbuf_law.c), so that the test after one
+ * still knows what the crowd delivered during it. */
+#define SBT_FLOW_SLOTS      4096
+#define SBT_FLOW_PROBES     8
+#define SBT_FLOW_FRESH      apr_time_from_sec(2)
+#define SBT_SENT_SLICES     8
+#define SBT_PEAK_BLOCK_US   4000000
+#define SBT_PEAK_BLOCKS     5
+
 #define SBT_PATH_MAGIC      0x53425450u     /* "SBTP" */
-#define SBT_PATH_VERSION    1u
+#define SBT_PATH_VERSION    2u
 #define SBT_PATH_RETAINED   "mod_sndbuf_tune/paths"
 
 typedef struct {
@@ -85,7 +104,19 @@ typedef struct {
 typedef struct {
     apr_uint64_t epoch;         /**< sbt_clock_us() / SLICE_US */
     apr_uint64_t flows[SBT_BOARD_BUCKETS];
+    apr_uint64_t sent;          /**< the crowds' delivery then, B/s */
 } sbt_slice_t;
+
+typedef struct {
+    apr_uint64_t conn;          /**< sbt_path_id(); 0: free */
+    apr_uint64_t rate;          /**< B/s since its look before */
+    apr_int64_t at;             /**< sbt_clock_us() */
+} sbt_flow_t;
+
+typedef struct {
+    apr_uint64_t epoch;         /**< sbt_clock_us() / PEAK_BLOCK_US */
+    apr_uint64_t rate;          /**< the highest read in it, bytes/s */
+} sbt_peak_t;
 
 typedef struct {
     apr_uint32_t magic;
@@ -93,6 +124,10 @@ typedef struct {
     apr_size_t size;
     sbt_path_t path[SBT_PATH_SLOTS];
     sbt_slice_t slice[SBT_BOARD_SLICES];
+    sbt_flow_t flow[SBT_FLOW_SLOTS];
+    sbt_peak_t peak[SBT_PEAK_BLOCKS];
+    apr_int64_t drained_at;         /**< sbt_clock_us() */
+    apr_int64_t contested_until;
 } sbt_paths_t;
 
 /* Set in post_config, inherited by the children; NULL: no segment. */
@@ -220,8 +255,27 @@ static int sbt_board_bucket(apr_uint32_t us)
     return b < 0 ? 0 : b >= SBT_BOARD_BUCKETS ? SBT_BOARD_BUCKETS - 1 : b;
 }
 
+/** The crowds' delivery now: the sum of their flows' fresh rates. */
+static apr_uint64_t sbt_flows_sum(apr_int64_t now)
+{
+    apr_uint64_t sum = 0;
+    int i;
+
+    for (i = 0; i < SBT_FLOW_SLOTS; i++) {
+        const sbt_flow_t *f = &sbt_paths->flow[i];
+
+        if (__atomic_load_n(&f->conn, __ATOMIC_RELAXED)
+            && now - __atomic_load_n(&f->at, __ATOMIC_RELAXED)
+               <= SBT_FLOW_FRESH) {
+            sum += __atomic_load_n(&f->rate, __ATOMIC_RELAXED);
+        }
+    }
+    return sum;
+}
+
 /** The slice of epoch @a e, made current if it is not (its bits of two
- *  seconds ago cleared once, by whoever moves it). */
+ *  seconds ago cleared, and the crowds' delivery summed, once, by whoever
+ *  moves it). */
 static sbt_slice_t *sbt_board_slice(apr_uint64_t e)
 {
     sbt_slice_t *sl = &sbt_paths->slice[e % SBT_BOARD_SLICES];
@@ -234,6 +288,9 @@ static sbt_slice_t *sbt_board_slice(apr_uint64_t e)
         for (i = 0; i < SBT_BOARD_BUCKETS; i++) {
             __atomic_store_n(&sl->flows[i], 0, __ATOMIC_RELAXED);
         }
+        __atomic_store_n(&sl->sent, sbt_flows_sum((apr_int64_t)e
+                                                  * SBT_BOARD_SLICE_US),
+                         __ATOMIC_RELAXED);
     }
     return sl;
 }
@@ -286,34 +343,161 @@ static int sbt_board_look(apr_uint64_t bit, apr_uint32_t queue_us,
     return sbt_popcount(seen & ~bit);
 }
 
-void sbt_path_look(const apr_sockaddr_t *client, const void *conn,
-                   apr_uint32_t own_us, apr_uint32_t srtt_us,
-                   apr_uint32_t queue_us, sbt_path_view_t *v)
-{
-    apr_int64_t now = sbt_clock_us();
-    apr_uint64_t id = sbt_path_id(conn);
+/* ---- the crowds' delivery ---- */
 
-    *v = (sbt_path_view_t){.min_rtt_us = own_us};
-    if (!sbt_paths || !own_us) {
+/** Raise the shared time @a at to @a t (never lower it). */
+static void sbt_path_raise(apr_int64_t *at, apr_int64_t t)
+{
+    apr_int64_t was = __atomic_load_n(at, __ATOMIC_RELAXED);
+
+    while (t > was
+           && !__atomic_compare_exchange_n(at, &was, t, 0, __ATOMIC_RELAXED,
+                                           __ATOMIC_RELAXED)) {
+    }
+}
+
+/** Keep flow @a id's delivery rate @a rate in its slot while it is a
+ *  crowd's (@a member), else free the slot it has. */
+static void sbt_flow_note(apr_uint64_t id, int member, apr_uint64_t rate,
+                          apr_int64_t now)
+{
+    apr_uint64_t h = sbt_hash(&id, sizeof(id)), was = 0, owner;
+    sbt_flow_t *f, *free_slot = NULL;
+    int i;
+
+    for (i = 0; i < SBT_FLOW_PROBES; i++) {
+        f = &sbt_paths->flow[(h + (apr_uint64_t)i) % SBT_FLOW_SLOTS];
+        owner = __atomic_load_n(&f->conn, __ATOMIC_RELAXED);
+        if (owner == id) {
+            break;
+        }
+        if (!free_slot && (!owner || now - __atomic_load_n(&f->at,
+                                                           __ATOMIC_RELAXED)
+                                     > SBT_FLOW_FRESH)) {
+            free_slot = f;
+            was = owner;
+        }
+        f = NULL;
+    }
+    if (!member) {
+        if (f) {
+            __atomic_store_n(&f->conn, 0, __ATOMIC_RELAXED);
+        }
         return;
     }
-    sbt_path_client(client, id, own_us, now, v);
-    if (queue_us >= 1000) {
+    if (!f && free_slot
+        && __atomic_compare_exchange_n(&free_slot->conn, &was, id, 0,
+                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        f = free_slot;
+    }
+    if (f) {            /* else: 8 slots taken, the flow goes uncounted */
+        __atomic_store_n(&f->rate, rate, __ATOMIC_RELAXED);
+        __atomic_store_n(&f->at, now, __ATOMIC_RELAXED);
+    }
+}
+
+/** The crowds' delivery, bytes/s: the mean of the last SENT_SLICES
+ *  slices' sums, up to epoch @a e. */
+static apr_uint64_t sbt_sent_rate(apr_uint64_t e)
+{
+    apr_uint64_t sum = 0, n = 0;
+    int k;
+
+    for (k = 0; k < SBT_SENT_SLICES && (apr_uint64_t)k <= e; k++) {
+        const sbt_slice_t *sl = &sbt_paths->slice[(e - k) % SBT_BOARD_SLICES];
+
+        if (__atomic_load_n(&sl->epoch, __ATOMIC_ACQUIRE) == e - k) {
+            sum += __atomic_load_n(&sl->sent, __ATOMIC_RELAXED);
+            n++;
+        }
+    }
+    return n ? sum / n : 0;
+}
+
+/** Raise the current block's peak to @a rate; the highest of the last
+ *  PEAK_BLOCKS blocks. */
+static apr_uint64_t sbt_sent_peak(apr_uint64_t rate, apr_int64_t now)
+{
+    apr_uint64_t b = (apr_uint64_t)now / SBT_PEAK_BLOCK_US, peak = 0, was;
+    sbt_peak_t *cur = &sbt_paths->peak[b % SBT_PEAK_BLOCKS];
+    int k;
+
+    was = __atomic_load_n(&cur->epoch, __ATOMIC_ACQUIRE);
+    if (was < b && __atomic_compare_exchange_n(&cur->epoch, &was, b, 0,
+                                               __ATOMIC_ACQ_REL,
+                                               __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&cur->rate, 0, __ATOMIC_RELAXED);
+    }
+    was = __atomic_load_n(&cur->rate, __ATOMIC_RELAXED);
+    while (rate > was
+           && !__atomic_compare_exchange_n(&cur->rate, &was, rate, 0,
+                                           __ATOMIC_RELAXED,
+                                           __ATOMIC_RELAXED)) {
+    }
+    for (k = 0; k < SBT_PEAK_BLOCKS && (apr_uint64_t)k <= b; k++) {
+        const sbt_peak_t *p = &sbt_paths->peak[(b - k) % SBT_PEAK_BLOCKS];
+        apr_uint64_t r = __atomic_load_n(&p->rate, __ATOMIC_RELAXED);
+
+        if (__atomic_load_n(&p->epoch, __ATOMIC_ACQUIRE) == b - k
+            && r > peak) {
+            peak = r;
+        }
+    }
+    return peak;
+}
+
+void sbt_path_look(const apr_sockaddr_t *client, const void *conn,
+                   const sbt_path_seen_t *seen, sbt_path_view_t *v)
+{
+    apr_int64_t now = sbt_clock_us();
+    apr_uint64_t id = sbt_path_id(conn), e = (apr_uint64_t)now
+                                             / SBT_BOARD_SLICE_US;
+
+    *v = (sbt_path_view_t){.min_rtt_us = seen->own_min_rtt_us};
+    if (!sbt_paths || !seen->own_min_rtt_us) {
+        return;
+    }
+    sbt_path_client(client, id, seen->own_min_rtt_us, now, v);
+    if (seen->queue_us >= 1000) {
         v->peers = sbt_board_look(APR_UINT64_C(1)
                                   << (sbt_hash(&id, sizeof(id)) & 63),
-                                  queue_us,
-                                  (apr_uint64_t)now / SBT_BOARD_SLICE_US,
-                                  sbt_board_window(srtt_us));
+                                  seen->queue_us, e,
+                                  sbt_board_window(seen->srtt_us));
+    }
+    sbt_flow_note(id, seen->member,
+                  seen->since_us && now > seen->since_us
+                  ? seen->delivered * 1000000
+                    / (apr_uint64_t)(now - seen->since_us) : 0, now);
+    if (seen->member && !seen->queue_us) {
+        sbt_path_raise(&sbt_paths->drained_at, now);
+    }
+    sbt_board_slice(e);
+    v->crowd_rate = sbt_sent_rate(e);
+    v->crowd_peak = sbt_sent_peak(v->crowd_rate, now);
+    v->drained_at = __atomic_load_n(&sbt_paths->drained_at,
+                                    __ATOMIC_RELAXED);
+    v->contested_until = __atomic_load_n(&sbt_paths->contested_until,
+                                         __ATOMIC_RELAXED);
+}
+
+void sbt_path_contest(apr_int64_t until)
+{
+    if (sbt_paths) {
+        sbt_path_raise(&sbt_paths->contested_until, until);
     }
 }
 
 void sbt_path_leave(const apr_sockaddr_t *client, const void *conn)
 {
     apr_uint64_t id = sbt_path_id(conn);
-    sbt_path_t *p = sbt_path_take(client);
+    sbt_path_t *p;
     int i;
 
-    if (p == NULL) {
+    if (!sbt_paths) {
+        return;
+    }
+    sbt_flow_note(id, 0, 0, 0);
+    if ((p = sbt_path_take(client)) == NULL) {
         return;
     }
     /* This one is done: the others' next looks share nothing with it. */

@@ -262,19 +262,36 @@ void sbt_auto_end(const sbt_auto_t *au, sbt_auto_outcome_t *o);
 void sbt_auto_register_hooks(void);
 
 /* sndbuf_path.c */
+/** What one look saw, for the others. */
+typedef struct {
+    apr_uint32_t own_min_rtt_us;    /**< the flow's own */
+    apr_uint32_t srtt_us;
+    apr_uint32_t queue_us;          /**< the queue the law would steer by */
+    /** Delivered since @a since_us, bytes (0: none to count), by a flow
+     *  that was in a crowd at its last look (@a member). */
+    apr_uint64_t delivered;
+    apr_int64_t since_us;
+    int member;
+} sbt_path_seen_t;
+
 /** What this server's other auto flows see, for one look. */
 typedef struct {
     apr_uint32_t min_rtt_us;    /**< the lowest to this client lately */
     int shared;                 /**< another connection to it looks too */
     int peers;                  /**< other flows saw a queue like this */
+    apr_uint64_t crowd_rate;    /**< the crowds' delivery lately, B/s */
+    apr_uint64_t crowd_peak;    /**< its highest in the last 16-20 s */
+    apr_int64_t drained_at;     /**< a crowd's flow saw no queue, or 0 */
+    apr_int64_t contested_until;    /**< sbt_path_contest's, or 0 */
 } sbt_path_view_t;
 
-/** Record @a conn's look at the path to @a client (its own minimum RTT,
- *  srtt, and @a queue_us, the queue the law would steer by, else 0) and
- *  say what the others see in @a v, in any of the server's processes. */
+/** Record @a conn's look at the path to @a client (@a seen) and say what
+ *  the others see in @a v, in any of the server's processes. */
 void sbt_path_look(const apr_sockaddr_t *client, const void *conn,
-                   apr_uint32_t own_us, apr_uint32_t srtt_us,
-                   apr_uint32_t queue_us, sbt_path_view_t *v);
+                   const sbt_path_seen_t *seen, sbt_path_view_t *v);
+/** The crowds' queue is another sender's too until @a until (a time of
+ *  sbt_clock_us(); only ever extended). */
+void sbt_path_contest(apr_int64_t until);
 /** Connection @a conn's response has ended: it shares the path no more. */
 void sbt_path_leave(const apr_sockaddr_t *client, const void *conn);
 void sbt_path_register_hooks(void);

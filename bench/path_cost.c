@@ -22,6 +22,7 @@
 #include "apr_network_io.h"
 
 #include "../sndbuf_tune.h"
+#include "../sndbuf_kernel.h"
 #include "httpd_stubs.h"
 
 /* ---- the flows ---- */
@@ -55,11 +56,14 @@ static void *sbt_cost_thread(void *arg)
 
     for (i = 0; i < sbt_looks; i++) {
         sbt_cost_flow_t *f = &sbt_flows[rand_r(&seed) % sbt_nflows];
-        /* A crowd's queue: 20-60 ms over a 100 ms path. */
+        /* A crowd's queue: 20-60 ms over a 100 ms path; what the flow
+         * delivered in its last RTT, counted for the crowds. */
         apr_uint32_t queue = 20000 + rand_r(&seed) % 40000;
+        sbt_path_seen_t seen = {100000, 100000 + queue, queue, 125000,
+                                sbt_clock_us() - 100000 - queue, 1};
         sbt_path_view_t v;
 
-        sbt_path_look(&f->addr, &f->conn, 100000, 100000 + queue, queue, &v);
+        sbt_path_look(&f->addr, &f->conn, &seen, &v);
     }
     sbt_cpu_ns[me] = sbt_cost_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     return NULL;

@@ -751,8 +751,13 @@ static void test_alone(void)
  * beyond the path's BDP, and each gets its buffer per RTT, its share of
  * the link at most.  From look @a foreign_from to @a foreign_until, a
  * sender that does not yield keeps the queue at least @a foreign_ms long
- * (and takes what the crowd leaves).  Returns the last look's output;
- * *@a cur is the buffer after @a looks looks. */
+ * (and takes what the crowd leaves).  The crowd's delivery and its peak
+ * over the last 16 s are what sndbuf_path.c would read, and a contest
+ * one look finds is every look's (the flows are alike).  Returns the last
+ * look's output; *@a cur is the buffer after @a looks looks;
+ * model_contested counts the looks sized as contested, from look 40. */
+static int model_contested;
+
 static sbt_law_out_t crowd_model(int n, uint64_t link, int *cur, int looks,
                                  uint32_t foreign_ms, int foreign_from,
                                  int foreign_until)
@@ -762,10 +767,13 @@ static sbt_law_out_t crowd_model(int n, uint64_t link, int *cur, int looks,
     sbt_law_out_t out = {0};
     sbt_law_sample_t s;
     uint64_t bdp = link / 10, fair = link / (uint64_t)n;
-    int i;
+    uint64_t delivered[400] = {0};
+    int64_t contested_until = 0, drained = 0;
+    int i, k;
 
+    model_contested = 0;
     begin_locked(&l, &lim, 100, fair, *cur);
-    for (i = 1; i <= looks; i++) {
+    for (i = 1; i <= looks && i < 400; i++) {
         uint64_t sum = (uint64_t)n * (uint64_t)*cur;
         uint64_t q_us = sum > bdp ? (sum - bdp) * 1000000 / link : 0;
         uint64_t rate;
@@ -779,7 +787,21 @@ static sbt_law_out_t crowd_model(int n, uint64_t link, int *cur, int looks,
         s.srtt_us = 100 * MS + (uint32_t)q_us;
         s.crowd_peers = n - 1;
         s.cwnd = (uint32_t)(2 * bdp / (uint64_t)n / MSS);   /* bbr's */
+        delivered[i] = s.crowd_rate = (uint64_t)n * s.delivery_rate;
+        for (k = i > 160 ? i - 160 : 1; k <= i; k++) {
+            s.crowd_peak = delivered[k] > s.crowd_peak ? delivered[k]
+                                                       : s.crowd_peak;
+        }
+        if (q_us * 16 <= 100 * MS) {
+            drained = s.now_us;
+        }
+        s.crowd_drained_us = drained;
+        s.contested_until_us = contested_until;
         sbt_law_look(&l, &lim, &s, &out);
+        if (out.contest_until_us > contested_until) {
+            contested_until = out.contest_until_us;
+        }
+        model_contested += i >= 40 && out.contested;
         if (out.act == SBT_LAW_SET) {
             *cur = out.size;
         }
@@ -800,13 +822,90 @@ static void test_compete(void)
        "any clients, steer by it");
     ok(cur >= fixed && cur < fixed * 111 / 100, "crowd: to its share of "
        "the BDP and STEP queued (within STEER_SHIFT's 11%)");
+    is_i(model_contested, 0, "crowd: alone on its link, whose delivery "
+         "stays at its peak, never contested");
 
-    /* Known and documented: beside a sender that does not yield, a
-     * crowd's steering yields its rate (docs/auto.md, "Crowds"). */
+    /* Beside a sender that does not yield, steering would give it the
+     * link; the crowd's delivery falls below 7/8 of its peak, and its
+     * flows are sized as flows alone, held CONTEST_HOLD 8 s. */
     cur = 800000;
-    out = crowd_model(10, 10000000, &cur, 100, 60, 25, 1000);
-    ok(out.crowd && cur < 100000 * 7 / 8, "crowd: beside a standing queue "
-       "of another sender it is steered below its share (a known miss)");
+    out = crowd_model(10, 10000000, &cur, 300, 60, 25, 1000);
+    ok(model_contested >= 200, "crowd: beside another sender's standing "
+       "queue, contested most of the time (200 of 260 looks at least)");
+    ok(model_contested < 260, "crowd: and tried again after each hold");
+
+    /* ... and steered again once the other sender has gone. */
+    cur = 800000;
+    out = crowd_model(10, 10000000, &cur, 300, 60, 25, 60);
+    ok(!out.contested && out.queued && cur < fixed * 111 / 100,
+       "crowd: the other sender gone, steered again to its share");
+}
+
+/* The contest: only a crowd's, only with its queue standing, shared. */
+static void test_contest(void)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s;
+
+    begin_locked(&l, &lim, 100, 1000000, 200000);
+    s = look_at(100, 100, 1000000, 200000, 0);
+    s.srtt_us = 150 * MS;
+    s.crowd_peers = 2;
+    s.crowd_rate = 8750000;
+    s.crowd_peak = 10000000;
+    s.crowd_drained_us = s.now_us - 2000000;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!out.contested && out.queued, "contest: a crowd at 7/8 of its peak "
+       "delivery is steered (CONTEST 7/8)");
+    s.now_us += 100 * MS;
+    s.cwnd = 200;
+    s.crowd_rate = 8750000 - 1;
+    s.crowd_drained_us = s.now_us - 2000000 + 1;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!out.contested, "contest: not unless the queue has stood 2 s (BBR's "
+       "PROBE_RTT drains a crowd's queue and delivery at once)");
+    s.crowd_drained_us = s.now_us - 2000000;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.contested && !out.queued && out.contest_until_us == s.now_us
+       + 8000000, "contest: below 7/8, contested for all, 8 s on");
+    ok(!strcmp(out.why, "the congestion window (a crowd beside another "
+       "sender)"), "contest: the debug log says so");
+
+    begin_locked(&l, &lim, 100, 1000000, 200000);
+    s = look_at(100, 100, 1000000, 200000, 0);
+    s.srtt_us = 104 * MS;
+    s.crowd_peers = 2;
+    s.crowd_rate = 1;
+    s.crowd_peak = 10000000;
+    s.crowd_drained_us = s.now_us - 2000000;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!out.contested && !out.contest_until_us, "contest: not while the "
+       "queue is too short to steer by");
+
+    begin_locked(&l, &lim, 100, 1000000, 200000);
+    s = look_at(100, 100, 1000000, 200000, 0);
+    s.srtt_us = 150 * MS;
+    s.crowd_peers = 2;
+    s.contested_until_us = s.now_us + 1;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.contested && !out.contest_until_us, "contest: another look's "
+       "is this one's");
+    s.now_us += 1;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!out.contested && out.queued, "contest: not past its end");
+
+    begin_locked(&l, &lim, 100, 1000000, 200000);
+    s = look_at(100, 100, 1000000, 200000, 0);
+    s.srtt_us = 150 * MS;
+    s.crowd_rate = 1;
+    s.crowd_peak = 10000000;
+    s.crowd_drained_us = s.now_us - 2000000;
+    s.contested_until_us = s.now_us + 1000000;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!out.contested && !out.contest_until_us, "contest: never a flow "
+       "alone's");
 }
 
 /* Membership: evidence of a crowd holds CROWD_HOLD_US 4 s; a flow whose
@@ -1195,6 +1294,7 @@ int main(void)
     test_queue();
     test_alone();
     test_compete();
+    test_contest();
     test_members();
     test_window();
     test_window_hold();

@@ -50,6 +50,10 @@ static void parse_sample(const char *l, sbt_law_sample_t *s)
     s->path_min_rtt_us = (uint32_t)field(l, "path", 0);
     s->path_shared = (int)field(l, "shared", 0);
     s->crowd_peers = (int)field(l, "peers", 0);
+    s->crowd_rate = (uint64_t)field(l, "crate", 0);
+    s->crowd_peak = (uint64_t)field(l, "cpeak", 0);
+    s->crowd_drained_us = (int64_t)field(l, "drained", 0);
+    s->contested_until_us = (int64_t)field(l, "contested", 0);
     s->loss_based = (int)field(l, "loss", 0);
     s->locked_at = (int)field(l, "locked", 0);
     s->effective = (int)field(l, "tb", -1);

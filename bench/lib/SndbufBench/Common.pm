@@ -326,8 +326,11 @@ sub wan_server {
     my $body = ($o{extra} // '') . $c->{body};
     my $rate = $o{rate} // '';
     $body =~ s/\@RATE\@/$rate/g;
+    # SBT_BENCH_LOG_LEVEL: e.g. 'warn sndbuf_tune:trace2' (with SBT_KEEP=1)
+    # to read the looks of a cell afterwards; more log costs CPU.
     my $srv = $lab->server(name => "bench-$cfg", sndbuf_tune => $c->{module},
-                           body => $body, log_level => 'warn',
+                           body => $body,
+                           log_level => $ENV{SBT_BENCH_LOG_LEVEL} // 'warn',
                            listen => "$SndbufTune::WanLab::SERVER_ADDR:"
                                      . ($o{port} // 80),
                            threads => $o{threads} // 128,
