@@ -841,6 +841,24 @@ static void test_compete(void)
        "crowd: the other sender gone, steered again to its share");
 }
 
+/* A look, past the ramp, of a flow with @a peers crowd peers whose RTT
+ * stands at @a srtt_ms over a 100 ms minimum, the crowds delivering
+ * @a rate B/s of a peak of 10 MB/s, their queue standing for 2 s. */
+static sbt_law_sample_t contest_at(sbt_law_t *l, const sbt_law_limits_t *lim,
+                                   uint32_t srtt_ms, int peers, uint64_t rate)
+{
+    sbt_law_sample_t s;
+
+    begin_locked(l, lim, 100, 1000000, 200000);
+    s = look_at(100, 100, 1000000, 200000, 0);
+    s.srtt_us = srtt_ms * MS;
+    s.crowd_peers = peers;
+    s.crowd_rate = rate;
+    s.crowd_peak = 10000000;
+    s.crowd_drained_us = s.now_us - 2000000;
+    return s;
+}
+
 /* The contest: only a crowd's, only with its queue standing, shared. */
 static void test_contest(void)
 {
@@ -849,13 +867,7 @@ static void test_contest(void)
     sbt_law_out_t out;
     sbt_law_sample_t s;
 
-    begin_locked(&l, &lim, 100, 1000000, 200000);
-    s = look_at(100, 100, 1000000, 200000, 0);
-    s.srtt_us = 150 * MS;
-    s.crowd_peers = 2;
-    s.crowd_rate = 8750000;
-    s.crowd_peak = 10000000;
-    s.crowd_drained_us = s.now_us - 2000000;
+    s = contest_at(&l, &lim, 150, 2, 8750000);
     sbt_law_look(&l, &lim, &s, &out);
     ok(!out.contested && out.queued, "contest: a crowd at 7/8 of its peak "
        "delivery is steered (CONTEST 7/8)");
@@ -873,21 +885,12 @@ static void test_contest(void)
     ok(!strcmp(out.why, "the congestion window (a crowd beside another "
        "sender)"), "contest: the debug log says so");
 
-    begin_locked(&l, &lim, 100, 1000000, 200000);
-    s = look_at(100, 100, 1000000, 200000, 0);
-    s.srtt_us = 104 * MS;
-    s.crowd_peers = 2;
-    s.crowd_rate = 1;
-    s.crowd_peak = 10000000;
-    s.crowd_drained_us = s.now_us - 2000000;
+    s = contest_at(&l, &lim, 104, 2, 1);
     sbt_law_look(&l, &lim, &s, &out);
     ok(!out.contested && !out.contest_until_us, "contest: not while the "
        "queue is too short to steer by");
 
-    begin_locked(&l, &lim, 100, 1000000, 200000);
-    s = look_at(100, 100, 1000000, 200000, 0);
-    s.srtt_us = 150 * MS;
-    s.crowd_peers = 2;
+    s = contest_at(&l, &lim, 150, 2, 10000000);
     s.contested_until_us = s.now_us + 1;
     sbt_law_look(&l, &lim, &s, &out);
     ok(out.contested && !out.contest_until_us, "contest: another look's "
@@ -896,12 +899,7 @@ static void test_contest(void)
     sbt_law_look(&l, &lim, &s, &out);
     ok(!out.contested && out.queued, "contest: not past its end");
 
-    begin_locked(&l, &lim, 100, 1000000, 200000);
-    s = look_at(100, 100, 1000000, 200000, 0);
-    s.srtt_us = 150 * MS;
-    s.crowd_rate = 1;
-    s.crowd_peak = 10000000;
-    s.crowd_drained_us = s.now_us - 2000000;
+    s = contest_at(&l, &lim, 150, 0, 1);
     s.contested_until_us = s.now_us + 1000000;
     sbt_law_look(&l, &lim, &s, &out);
     ok(!out.contested && !out.contest_until_us, "contest: never a flow "
