@@ -101,17 +101,19 @@
 #define SBT_LAW_CROWD_HOLD_US   4000000
 
 /* A crowd's queue is contested, another sender's too, when the crowd
- * delivers less than CONTEST_NUM/DEN of the most it delivered lately
- * while the queue has stood for CONTEST_STOOD_US, longer than the
- * delivery read covers (the last second): BBR's PROBE_RTT, a crowd's
- * flows at once, drains the queue and their delivery with it.  Steering
- * down then only yields the link.  The crowd's flows are sized as flows
- * alone (floored at their windows), all of them (sndbuf_path.c shares
- * it), for CONTEST_HOLD_US; after that they steer again, and a sender
- * still there shows again. */
+ * delivers less than CONTEST_NUM/DEN of the most it delivered lately, at
+ * every look for CONTEST_LASTS_US, while the queue stands and has stood
+ * for CONTEST_STOOD_US, longer than the delivery read covers (the last
+ * second).  BBR's PROBE_RTT, a crowd's flows at once or nearly, drains
+ * the queue or dips the delivery for a second or so; a sender that takes
+ * the link keeps it.  Steering down then only yields the link: the
+ * crowd's flows are sized as flows alone (floored at their windows), all
+ * of them (sndbuf_path.c shares it), for CONTEST_HOLD_US; after that they
+ * steer again, and a sender still there shows again. */
 #define SBT_LAW_CONTEST_NUM     7
 #define SBT_LAW_CONTEST_DEN     8
 #define SBT_LAW_CONTEST_STOOD_US 2000000
+#define SBT_LAW_CONTEST_LASTS_US 1500000
 #define SBT_LAW_CONTEST_HOLD_US 8000000
 
 /* Send-buffer-limited for more than 1/8 of an interval means limited. */
@@ -280,14 +282,24 @@ static int sbt_law_crowd(sbt_law_t *l, const sbt_law_sample_t *s)
 }
 
 /** Is the crowd's queue another sender's too (sets out's contest)? */
-static int sbt_law_contested(const sbt_law_t *l, const sbt_law_sample_t *s,
+static int sbt_law_contested(sbt_law_t *l, const sbt_law_sample_t *s,
                              sbt_law_out_t *out)
 {
-    if (l->crowd && s->crowd_peak
-        && s->crowd_rate * SBT_LAW_CONTEST_DEN
-           < s->crowd_peak * SBT_LAW_CONTEST_NUM
-        && s->now_us - s->crowd_drained_us >= SBT_LAW_CONTEST_STOOD_US
-        && sbt_law_queue_steers(l->min_rtt_us, sbt_law_queue_us(l, s))) {
+    int short_now = l->crowd && s->crowd_peak
+                    && s->crowd_rate * SBT_LAW_CONTEST_DEN
+                       < s->crowd_peak * SBT_LAW_CONTEST_NUM
+                    && s->now_us - s->crowd_drained_us
+                       >= SBT_LAW_CONTEST_STOOD_US
+                    && sbt_law_queue_steers(l->min_rtt_us,
+                                            sbt_law_queue_us(l, s));
+
+    if (!short_now) {
+        l->short_since_us = 0;
+    }
+    else if (!l->short_since_us) {
+        l->short_since_us = s->now_us;
+    }
+    else if (s->now_us - l->short_since_us >= SBT_LAW_CONTEST_LASTS_US) {
         out->contest_until_us = s->now_us + SBT_LAW_CONTEST_HOLD_US;
         return 1;
     }
@@ -378,6 +390,11 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
                   && sbt_law_queue_steers(l->min_rtt_us, out->queue_us);
     want = law = sbt_law_next(l, s, out->queued ? out->queue_us : 0,
                               out->limited, cur);
+    /* While the crowd delivers short of its peak, before that makes a
+     * contest, the queue may be another sender's: no steering down. */
+    if (out->queued && l->short_since_us && want < cur) {
+        want = law = cur;
+    }
     if (!sbt_law_steered(l)) {
         uint64_t window = sbt_law_window(l, lim, s);
 

@@ -86,6 +86,7 @@ typedef struct {
     int crowd;                  /**< in a crowd at the last look */
     int64_t crowd_until_us;     /**< held a crowd until */
     int contested;              /**< its queue another sender's too */
+    int64_t short_since_us;     /**< the crowd delivers short since; 0 */
 } sbt_law_t;
 
 typedef enum {

@@ -880,12 +880,34 @@ static void test_contest(void)
        "PROBE_RTT drains a crowd's queue and delivery at once)");
     s.crowd_drained_us = s.now_us - 2000000;
     sbt_law_look(&l, &lim, &s, &out);
+    ok(!out.contested && out.queued && out.act != SBT_LAW_SET,
+       "contest: not at the first look below 7/8, but no steering down");
+    s.now_us += 1500 * MS - 1;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!out.contested, "contest: nor while it lasts less than 1.5 s (a "
+       "PROBE_RTT not quite at once dips the delivery for a second)");
+    s.now_us += 1;
+    sbt_law_look(&l, &lim, &s, &out);
     ok(out.contested && !out.queued && out.contest_until_us == s.now_us
-       + 8000000, "contest: below 7/8, contested for all, 8 s on");
+       + 8000000, "contest: below 7/8 at every look for 1.5 s, contested "
+       "for all, 8 s on");
     ok(!strcmp(out.why, "the congestion window (a crowd beside another "
        "sender)"), "contest: the debug log says so");
 
+    s = contest_at(&l, &lim, 150, 2, 1);
+    sbt_law_look(&l, &lim, &s, &out);
+    s.now_us += 1000 * MS;
+    s.crowd_rate = 8750000;
+    sbt_law_look(&l, &lim, &s, &out);
+    s.now_us += 1000 * MS;
+    s.crowd_rate = 1;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(!out.contested, "contest: a look with the crowd whole starts the "
+       "1.5 s again");
+
     s = contest_at(&l, &lim, 104, 2, 1);
+    sbt_law_look(&l, &lim, &s, &out);
+    s.now_us += 2000 * MS;
     sbt_law_look(&l, &lim, &s, &out);
     ok(!out.contested && !out.contest_until_us, "contest: not while the "
        "queue is too short to steer by");
