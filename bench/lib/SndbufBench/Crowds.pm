@@ -296,9 +296,13 @@ sub section {
     for my $c (@CELLS) {
         my $cell = $r->{cells}{ $c->{name} } or next;
         $cfgs{$_} = 1 for @{ $cell->{configs} };
+        # a cell measured more often than the others (a run merged with
+        # bench/run --report) says so
+        my $k = @{ $cell->{rounds} || [] };
+        my $name = "`$c->{name}`" . ($k > 1 ? " (median of $k)" : '');
         for my $cfg (@{ $cell->{configs} }) {
             my $m = $cell->{cells}{$cfg} or next;
-            push @rows, [ "`$c->{name}`", cfg_cell($cfg), mbit($m->{agg_bps}),
+            push @rows, [ $name, cfg_cell($cfg), mbit($m->{agg_bps}),
                 xr($m->{x}, 3), ratio3($m->{jain}), mib($m->{wsum_avg}),
                 xr($m->{w_best}), xr($m->{w_nomod}),
                 fmt1($m->{srtt_ms}), fmt1($m->{minrtt_ms}), pct2($m->{rtx}),
@@ -317,7 +321,9 @@ sub section {
     }
     my $any = (values %{ $r->{cells} })[0] || {};
     my ($W, $E, $D) = @{ $any->{window} || [] };
-    my $n = @{ $any->{rounds} || [] };
+    my ($n) = sort { $b <=> $a } map { scalar @{ $_->{rounds} || [] } }
+                                 values %{ $r->{cells} };
+    $n //= 0;
     my @t = ({ title => 'Crowds: every cell', h => 3,
         intro => 'Cells: ' . join('; ', map { "`$_->{name}`: $_->{label}" }
                                         grep { $r->{cells}{ $_->{name} } } @CELLS) . '.',
@@ -353,8 +359,9 @@ sub section {
             . ' Wall time of the part: %.0f s.',
             $P{rate}, $P{rtt}, kib($any->{queue_bytes}),
             $W // 0, $E // 0, $D // 0, $FOREIGN_LEAD,
-            $n > 1 ? " Each cell measured $n times, the order rotating: figures "
-                . 'are the rounds\' medians, ratios the medians of the rounds\' own.'
+            $n > 1 ? ' A cell marked (median of N) was measured N times, the '
+                . 'order rotating: figures are the rounds\' medians, ratios the '
+                . 'medians of the rounds\' own.'
                 : '', $r->{wall_s} // 0)
             . "\n\n" . config_legend(grep { $cfgs{$_} } @CONFIG_ORDER),
         tables => \@t };
