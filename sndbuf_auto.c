@@ -215,8 +215,7 @@ static void sbt_auto_trace_sample(conn_rec *c, const char *what,
                   APR_UINT64_T_FMT " chrono=%d path=%u shared=%d peers=%d "
                   "crate=%" APR_UINT64_T_FMT " cpeak=%" APR_UINT64_T_FMT
                   " drained=%" APR_INT64_T_FMT " contested=%" APR_INT64_T_FMT
-                  " "
-                  "loss=%d locked=%d tb=%d cwnd=%u act=%d size=%d", what,
+                  " loss=%d locked=%d tb=%d cwnd=%u act=%d size=%d", what,
                   (apr_int64_t)s->now_us, s->srtt_us, s->rttvar_us, s->mss,
                   s->min_rtt_us, (apr_uint64_t)s->bytes_acked,
                   (apr_uint64_t)s->delivery_rate, s->app_limited,
@@ -226,8 +225,7 @@ static void sbt_auto_trace_sample(conn_rec *c, const char *what,
                   (apr_uint64_t)s->crowd_peak,
                   (apr_int64_t)s->crowd_drained_us,
                   (apr_int64_t)s->contested_until_us, s->loss_based,
-                  s->locked_at, s->effective,
-                  s->cwnd,
+                  s->locked_at, s->effective, s->cwnd,
                   out ? (int)out->act : -1, out ? out->size : 0);
 }
 
