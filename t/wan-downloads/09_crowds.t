@@ -16,7 +16,7 @@
 # contest: the crowd delivers less than 7/8 of its peak while the queue
 # stands, and its flows are sized as flows alone). Its share of what both
 # deliver must stay at least 0.5: autotuning's crowd keeps about 0.83, and
-# auto's 0.67-0.79 in this lab; it kept 0.24-0.31 while it steered
+# auto's 0.63-0.79 in this lab; it kept 0.24-0.31 while it steered
 # whatever the queue's owner.
 # Figures over t = 8..15 s (the crowd alone) and 22..34 s (beside the bulk
 # flow, which starts at 15 s) of 35 s from the first download's start (ss
