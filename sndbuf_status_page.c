@@ -199,15 +199,10 @@ static const char *sbt_triage_text(apr_pool_t *p, const sbt_view_t *v,
  *  where the kernel cannot tell. */
 static const char *sbt_triage_word(const sbt_triage_sum_t *t)
 {
-    int i, top = -1;
+    int top = sbt_triage_top(t);
 
     if (!sbt_kernel.has_chrono && t->large) {
         return sbt_limit_names[SBT_VERDICT_UNKNOWN];
-    }
-    for (i = 0; i < SBT_LIMITS; i++) {
-        if (t->by[i] && (top < 0 || t->by[i] > t->by[top])) {
-            top = i;
-        }
     }
     return top < 0 ? "-" : sbt_limit_names[top];
 }

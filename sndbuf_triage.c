@@ -44,6 +44,11 @@ const char *const sbt_limit_names[SBT_VERDICT_SHORT + 1] = {
 #define SBT_TRIAGE_BLOCKED      10
 #define SBT_TRIAGE_ALONE        50
 
+/* The data a send buffer of @a tb bytes (as the kernel reports it) carries
+ * in flight: about two thirds (docs/auto.md, "How much a send buffer
+ * carries"). */
+#define SBT_CARRIED(tb)         ((tb) / 3 * 2)
+
 /** @a bytes per @a us as bit/s; 0 if either is unknown. */
 static uint64_t sbt_rate(uint64_t bytes, uint64_t us)
 {
@@ -119,7 +124,8 @@ void sbt_triage(const sbt_triage_in_t *in, sbt_triage_t *out)
     out->verdict = SBT_VERDICT_UNKNOWN;
     out->why = "no chronographs in TCP_INFO (Linux < 4.10)";
     out->goodput = sbt_rate(in->acked, elapsed);
-    out->allows[SBT_LIMIT_SNDBUF] = sbt_rate(in->buffer, in->srtt_us);
+    out->allows[SBT_LIMIT_SNDBUF] = sbt_rate(SBT_CARRIED(in->buffer),
+                                             in->srtt_us);
     out->allows[SBT_LIMIT_RWND] = sbt_rate(in->snd_wnd, in->srtt_us);
     out->allows[SBT_LIMIT_NETWORK] =
         sbt_rate((uint64_t)in->cwnd * in->mss, in->srtt_us);
@@ -182,15 +188,12 @@ static void sbt_rate_words(char *buf, size_t len, uint64_t bps)
              v, unit);
 }
 
-/** The most frequent verdict of @a sum (the first of equals). */
-static int sbt_top(const sbt_triage_sum_t *sum, uint64_t *judged)
+int sbt_triage_top(const sbt_triage_sum_t *sum)
 {
-    int i, top = 0;
+    int i, top = -1;
 
-    *judged = 0;
     for (i = 0; i < SBT_LIMITS; i++) {
-        *judged += sum->by[i];
-        if (sum->by[i] > sum->by[top]) {
+        if (sum->by[i] && (top < 0 || sum->by[i] > sum->by[top])) {
             top = i;
         }
     }
@@ -213,7 +216,7 @@ static void sbt_buffer_words(char *buf, size_t len,
             from = i;
         }
     }
-    sbt_rate_words(rate, sizeof(rate), sbt_rate(tb, rtt));
+    sbt_rate_words(rate, sizeof(rate), sbt_rate(SBT_CARRIED(tb), rtt));
     if (from == SBT_BUF_AUTOTUNING) {
         sbt_size_words(size, sizeof(size), tb);
         snprintf(buf, len, "autotuning stops at net.ipv4.tcp_wmem's maximum, "
@@ -240,11 +243,11 @@ static void sbt_buffer_words(char *buf, size_t len,
                  rtt / 1000.0);
     }
     else {
-        snprintf(buf, len, "the buffer in force, %s (%s%s), allows about %s "
+        snprintf(buf, len, "the buffer in force, %s (%s), allows about %s "
                  "at the %.0f ms these clients see: raise that size or try "
                  "SndbufTune auto", size, rule ? rule : "a SndbufTune size: "
-                 "the access log's SNDBUF_TUNE_RULE names its line",
-                 rule ? "" : "", rate, rtt / 1000.0);
+                 "the access log's SNDBUF_TUNE_RULE names its line", rate,
+                 rtt / 1000.0);
     }
 }
 
@@ -265,8 +268,8 @@ void sbt_triage_words(char *buf, size_t len, const sbt_triage_sum_t *sum,
         "than the network"
     };
     char more[512] = "";
-    uint64_t judged;
-    int top = sbt_top(sum, &judged);
+    uint64_t judged = 0;
+    int i, top = sbt_triage_top(sum);
 
     if (!sum->large) {
         snprintf(buf, len, "no large responses yet (larger than the send "
@@ -278,7 +281,10 @@ void sbt_triage_words(char *buf, size_t len, const sbt_triage_sum_t *sum,
                  "limited a sender (TCP_INFO's chronographs, Linux 4.10)");
         return;
     }
-    if (!judged) {
+    for (i = 0; i < SBT_LIMITS; i++) {
+        judged += sum->by[i];
+    }
+    if (top < 0) {
         snprintf(buf, len, "none of the %llu large responses took long "
                  "enough to tell (0.1 s)", (unsigned long long)sum->large);
         return;

@@ -91,6 +91,10 @@ typedef struct {
     uint64_t rtt_sum;
 } sbt_triage_sum_t;
 
+/** The most frequent verdict of @a sum (the first of equals), or -1
+ *  before any response was judged. */
+int sbt_triage_top(const sbt_triage_sum_t *sum);
+
 /** What @a sum says in plain words, with what to change, into @a buf
  *  (@a len bytes, NUL-terminated, cut if need be); @a chrono: the kernel
  *  reports the chronographs; @a sendbuffersize_at: where core's

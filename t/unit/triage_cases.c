@@ -48,19 +48,20 @@ static const struct {
     uint64_t buffer;
     sbt_limit_e want;
 } sbt_recorded[] = {
-    {"30 Mbit/s 250 ms, SendBufferSize 16384: 1.45 of 1.05 Mbit/s, "
+    {"30 Mbit/s 250 ms, SendBufferSize 16384: 1.45 of 0.70 Mbit/s, "
      "blocked 51%", 5653509, 5652000, 2876000, 0, 1023736, 250802, 110,
      273408, 32768, SBT_LIMIT_SNDBUF},
     {"the same, the client's SO_RCVBUF 64 KiB: the buffer's rate is the "
      "lower", 7561167, 7560000, 4664000, 0, 996224, 250786, 84, 80480, 32768,
      SBT_LIMIT_SNDBUF},
-    {"30 Mbit/s 250 ms, SndbufTune 64k: 50% of its rate, blocked 68%",
+    {"30 Mbit/s 250 ms, SndbufTune 64k: 75% of its rate, blocked 68%",
      11764569, 11764000, 8024000, 0, 3066864, 250779, 212, 510976, 131072,
      SBT_LIMIT_SNDBUF},
-    {"30 Mbit/s 250 ms, SndbufTune 256k: 9.7 of 16 Mbit/s, blocked 55%",
+    {"30 Mbit/s 250 ms, SndbufTune 256k: 9.7 of 11 Mbit/s, blocked 55%",
      9952936, 9952000, 5456000, 0, 12119760, 256436, 768, 1935360, 524288,
      SBT_LIMIT_SNDBUF},
-    {"30 Mbit/s 250 ms, SndbufTune 1m: never blocked, slow start",
+    {"30 Mbit/s 250 ms, SndbufTune 1m: 65% of its rate, never blocked, "
+     "slow start",
      4624637, 4624000, 0, 0, 10958464, 382154, 1828, 5642240, 2097152,
      SBT_LIMIT_NETWORK},
     {"30 Mbit/s 250 ms, SO_RCVBUF 64 KiB: 91% of the window's rate, "
@@ -80,14 +81,14 @@ static const struct {
     {"10 Mbit/s 60 ms, autotuned", 9702988, 9704000, 0, 0, 11505808, 70582,
      110, 2790400, 4194304, SBT_LIMIT_NETWORK},
     {"10 Mbit/s 60 ms, SndbufTune 16k: never blocked (bbr's pacing keeps "
-     "a queue), 148% of its rate", 4823416, 4824000, 0, 0, 3078448, 76016,
+     "a queue), 222% of its rate", 4823416, 4824000, 0, 0, 3078448, 76016,
      92, 266240, 32768, SBT_LIMIT_SNDBUF},
     {"10 Mbit/s 60 ms, SO_RCVBUF 64 KiB", 9863452, 9864000, 0, 5512000,
      11680720, 66097, 118, 80480, 4194304, SBT_LIMIT_RWND},
     {"10 Mbit/s 60 ms, SndbufTune auto", 10440586, 10440000, 0, 0,
      12053152, 63155, 112, 2807808, 660288, SBT_LIMIT_NETWORK},
-    {"10 Mbit/s 60 ms, SndbufTune 64k: 70% of its rate, blocked 36% (87% "
-     "of the path)", 2950488, 2952000, 1076000, 0, 3072656, 88695, 154,
+    {"10 Mbit/s 60 ms, SndbufTune 64k: 106% of its rate, blocked 36% "
+     "(87% of the path)", 2950488, 2952000, 1076000, 0, 3072656, 88695, 154,
      371712, 131072, SBT_LIMIT_SNDBUF},
     {"30 Mbit/s 180 ms, SndbufTune 16k", 4068817, 4068000, 2080000, 0,
      1025184, 181576, 110, 304128, 32768, SBT_LIMIT_SNDBUF},
@@ -129,8 +130,9 @@ static void test_recorded(void)
 /* ---------------------------------------------------------------- */
 
 /* Constructed: 10 s busy all along at 10 Mbit/s (12.5 MB acked), 100 ms
- * RTT; the buffer allows 20 Mbit/s (250 000 bytes), the window 40
- * Mbit/s (500 000), the congestion window 16 Mbit/s; never blocked. */
+ * RTT; the buffer allows 20 Mbit/s (two thirds of 375 000 bytes), the
+ * window 40 Mbit/s (500 000), the congestion window 16 Mbit/s; never
+ * blocked. */
 static sbt_triage_in_t busy_10s(void)
 {
     sbt_triage_in_t in = {0};
@@ -143,7 +145,7 @@ static sbt_triage_in_t busy_10s(void)
     in.mss = 1000;
     in.cwnd = 200;
     in.snd_wnd = 500000;
-    in.buffer = 250000;
+    in.buffer = 375000;
     return in;
 }
 
@@ -163,7 +165,7 @@ static void test_figures(void)
     is_i(t.us[SBT_LIMIT_APP], 1000000, "figures: app, the time not busy");
     is_i((int64_t)t.goodput, 10000000, "figures: goodput, acked bits / time");
     is_i((int64_t)t.allows[SBT_LIMIT_SNDBUF], 20000000, "figures: the "
-         "buffer's rate, buffer / RTT");
+         "buffer's rate, two thirds of it / RTT");
     is_i((int64_t)t.allows[SBT_LIMIT_RWND], 40000000, "figures: the "
          "window's rate");
     is_i((int64_t)t.allows[SBT_LIMIT_NETWORK], 16000000, "figures: the "
@@ -299,10 +301,10 @@ static void test_both(void)
     in.sndbuf_us = 2000000;
     in.rwnd_us = 2000000;
     is_v(&in, SBT_LIMIT_RWND, "both: the window, whose rate is the lower");
-    in.buffer = 156250;
+    in.buffer = 234375;         /* carries 156 250 */
     is_v(&in, SBT_LIMIT_SNDBUF, "both: equal rates: the buffer (the "
          "server's to change)");
-    in.buffer = 100000;         /* 8 Mbit/s: 125% */
+    in.buffer = 150000;         /* 8 Mbit/s: 125% */
     in.sndbuf_us = 0;
     is_v(&in, SBT_LIMIT_SNDBUF, "both: the buffer's rate the lower, never "
          "blocked on it");
@@ -335,13 +337,13 @@ static void test_words(void)
                      NULL);
     is_s(w, "the send buffer limited 212 of 230 large responses (92%); the "
          "buffer in force, 16 KiB (core SendBufferSize at "
-         "/etc/apache2/httpd.conf:12), allows about 1 Mbit/s at the 250 ms "
-         "these clients see: try SndbufTune auto or remove the line",
+         "/etc/apache2/httpd.conf:12), allows about 699 kbit/s at the 250 "
+         "ms these clients see: try SndbufTune auto or remove the line",
          "words: SendBufferSize, its line");
     sbt_triage_words(w, sizeof(w), &sum, 1, NULL, NULL);
     is_s(w, "the send buffer limited 212 of 230 large responses (92%); the "
-         "buffer in force, 16 KiB (core SendBufferSize), allows about 1 "
-         "Mbit/s at the 250 ms these clients see: try SndbufTune auto or "
+         "buffer in force, 16 KiB (core SendBufferSize), allows about 699 "
+         "kbit/s at the 250 ms these clients see: try SndbufTune auto or "
          "remove the line", "words: SendBufferSize, no line known");
     sum.buf_from[SBT_BUF_LISTENER] = 0;
     sum.buf_from[SBT_BUF_SNDBUFTUNE] = 212;
@@ -350,13 +352,13 @@ static void test_words(void)
                      "SndbufTuneNetwork 10.0.0.0/8 at /etc/a.conf:4");
     is_s(w, "the send buffer limited 212 of 230 large responses (92%); the "
          "buffer in force, 64 KiB (SndbufTuneNetwork 10.0.0.0/8 at "
-         "/etc/a.conf:4), allows about 4.2 Mbit/s at the 250 ms these "
+         "/etc/a.conf:4), allows about 2.8 Mbit/s at the 250 ms these "
          "clients see: raise that size or try SndbufTune auto",
          "words: a rule's size");
     sbt_triage_words(w, sizeof(w), &sum, 1, NULL, NULL);
     is_s(w, "the send buffer limited 212 of 230 large responses (92%); the "
          "buffer in force, 64 KiB (a SndbufTune size: the access log's "
-         "SNDBUF_TUNE_RULE names its line), allows about 4.2 Mbit/s at the "
+         "SNDBUF_TUNE_RULE names its line), allows about 2.8 Mbit/s at the "
          "250 ms these clients see: raise that size or try SndbufTune auto",
          "words: a vhost's SndbufTune size");
     sum.buf_from[SBT_BUF_SNDBUFTUNE] = 0;
@@ -364,7 +366,7 @@ static void test_words(void)
     sbt_triage_words(w, sizeof(w), &sum, 1, NULL, NULL);
     is_s(w, "the send buffer limited 212 of 230 large responses (92%); the "
          "buffer in force, 64 KiB (SndbufTune auto's size, held by "
-         "SndbufTuneLimits or net.core.wmem_max), allows about 4.2 Mbit/s "
+         "SndbufTuneLimits or net.core.wmem_max), allows about 2.8 Mbit/s "
          "at the 250 ms these clients see: raise SndbufTuneLimits' maximum "
          "or net.core.wmem_max", "words: auto's size");
     sum.buf_from[SBT_BUF_AUTO] = 0;
@@ -373,7 +375,7 @@ static void test_words(void)
     sbt_triage_words(w, sizeof(w), &sum, 1, NULL, NULL);
     is_s(w, "the send buffer limited 212 of 230 large responses (92%); "
          "autotuning stops at net.ipv4.tcp_wmem's maximum, 4 MiB, which "
-         "allows about 134 Mbit/s at the 250 ms these clients see: raise it "
+         "allows about 89 Mbit/s at the 250 ms these clients see: raise it "
          "(and net.core.wmem_max), or try SndbufTune auto",
          "words: autotuning's ceiling");
     memset(&sum, 0, sizeof(sum));
