@@ -12,10 +12,12 @@
  *
  * Slots.  Two tables, vhosts and SndbufTuneNetwork rules, of
  * SBT_STATUS_SLOTS named slots and an "(other)" for the rest, keyed by
- * name ("ServerName:port", "SndbufTuneNetwork <net> at <file>:<line>").
- * post_config maps each vhost and rule to its slot by name, in a map of
- * this file's, not in the configuration's structures, so a graceful
- * restart keeps the counts of all still configured, in any order.
+ * name ("ServerName:port", "<network> in <its vhost's name>": no file or
+ * line, so that editing the configuration renames no slot).  post_config
+ * finds each vhost's and rule's slot by name, so a graceful restart keeps
+ * the counts of all still configured, in any order, and leaves it in the
+ * vhost's or rule's own "counters" (this file's field, set before the
+ * children fork): a request's count costs no lookup.
  *
  * Concurrency.  Only the parent writes names, between generations;
  * children only add, atomically, and readers read each counter
@@ -41,16 +43,11 @@ APLOG_USE_MODULE(sndbuf_tune);
 sbt_shm_t *sbt_shm;
 apr_uint32_t sbt_my_gen;
 
-/** A vhost (server_rec) or rule (sbt_network_t) and its name. */
+/** A vhost or a rule: its name, and where its slot is to be left. */
 typedef struct {
-    const void *obj;
+    struct sbt_slot_t **counters;
     const char *name;
 } sbt_named_t;
-
-/* This configuration's slots, keyed by the bytes of obj: built in pconf
- * before the children fork, which only read them. */
-static apr_hash_t *sbt_vhost_slots;
-static apr_hash_t *sbt_rule_slots;
 
 /** The histogram bucket of an effective size (-1: unknown). */
 static int sbt_bucket(int effective)
@@ -94,13 +91,9 @@ static void sbt_count_triage(sbt_triage_sum_t *t, const sbt_outcome_t *o)
     }
 }
 
-/** Add @a o to the slot of @a obj, if @a slots (set whenever sbt_shm is)
- *  gives it one. */
-static void sbt_count(apr_hash_t *slots, const void *obj,
-                      const sbt_outcome_t *o)
+/** Add @a o to @a slot (NULL: none). */
+static void sbt_count(sbt_slot_t *slot, const sbt_outcome_t *o)
 {
-    sbt_slot_t *slot = apr_hash_get(slots, &obj, sizeof(obj));
-
     if (!slot) {
         return;
     }
@@ -118,10 +111,13 @@ static void sbt_count(apr_hash_t *slots, const void *obj,
 
 void sbt_status_record(const sbt_outcome_t *o)
 {
-    if (sbt_shm && (unsigned)o->policy <= (unsigned)SBT_POLICY_AUTO) {
-        sbt_count(sbt_vhost_slots, o->server, o);
-        if (o->network) {       /* most requests: spare a hash lookup */
-            sbt_count(sbt_rule_slots, o->network, o);
+    const sbt_srv_conf_t *sc = ap_get_module_config(o->server->module_config,
+                                                    &sndbuf_tune_module);
+
+    if ((unsigned)o->policy <= (unsigned)SBT_POLICY_AUTO) {
+        sbt_count(sc->counters, o);
+        if (o->network) {
+            sbt_count(o->network->counters, o);
         }
     }
 }
@@ -209,20 +205,18 @@ static int sbt_free_slot(const sbt_slot_t *table)
     return best;
 }
 
-/** Give each of @a all (in pconf) a slot of @a table; returns the map from
- *  object to slot, in @a pconf.  Known names keep their slots; new ones,
- *  in configuration order, take a free slot, else the one longest absent
- *  (zeroed; an old-generation child still ending a request of the departed
- *  name may add there), else "(other)", counted in @a overflow.  Objects
- *  of one name (IP-based vhosts with one ServerName and port) share it. */
-static apr_hash_t *sbt_map_table(sbt_slot_t *table, apr_array_header_t *all,
-                                 apr_pool_t *pconf, apr_pool_t *ptemp,
-                                 int *overflow)
+/** Give each of @a all a slot of @a table.  Known names keep their
+ *  slots; new ones, in configuration order, take a free slot, else the one
+ *  longest absent (zeroed; an old-generation child still ending a request
+ *  of the departed name may add there), else "(other)", counted in
+ *  @a overflow.  Objects of one name (IP-based vhosts with one ServerName
+ *  and port) share it. */
+static void sbt_map_table(sbt_slot_t *table, apr_array_header_t *all,
+                          apr_pool_t *ptemp, int *overflow)
 {
     sbt_named_t *e = (sbt_named_t *)all->elts;
     /* name -> slot, the names copied: reclaiming a slot overwrites them */
     apr_hash_t *by_name = apr_hash_make(ptemp);
-    apr_hash_t *slots = apr_hash_make(pconf);
     sbt_slot_t *t;
     int i, slot;
 
@@ -252,9 +246,8 @@ static apr_hash_t *sbt_map_table(sbt_slot_t *table, apr_array_header_t *all,
             t->seen_gen = sbt_my_gen;
             apr_hash_set(by_name, e[i].name, APR_HASH_KEY_STRING, t);
         }
-        apr_hash_set(slots, &e[i].obj, sizeof(e[i].obj), t);
+        *e[i].counters = t;
     }
-    return slots;
 }
 
 /** "ServerName:port": the port of ServerName, else of the vhost's
@@ -282,8 +275,11 @@ static apr_array_header_t *sbt_vhosts(apr_pool_t *p, server_rec *main_s)
     int i;
 
     for (s = main_s; s; s = s->next) {
+        sbt_srv_conf_t *sc = ap_get_module_config(s->module_config,
+                                                  &sndbuf_tune_module);
+
         e = apr_array_push(all);
-        e->obj = s;
+        e->counters = &sc->counters;
         e->name = sbt_vhost_name(p, s);
     }
     e = (sbt_named_t *)all->elts;
@@ -297,27 +293,30 @@ static apr_array_header_t *sbt_vhosts(apr_pool_t *p, server_rec *main_s)
 }
 
 /** Every rule of the configuration, once: each server's own, the main
- *  server's (which the vhosts share, not copy) among them. */
-static apr_array_header_t *sbt_rules(apr_pool_t *p,
-                                     const apr_array_header_t *vhosts)
+ *  server's (which the vhosts share, not copy) among them, named
+ *  "<network> in <its server's name>". */
+static apr_array_header_t *sbt_rules(apr_pool_t *p, server_rec *main_s)
 {
     apr_array_header_t *all = apr_array_make(p, 16, sizeof(sbt_named_t));
-    const sbt_named_t *v = (const sbt_named_t *)vhosts->elts;
-    int i, j;
+    char net[SBT_CIDR_STRLEN];
+    server_rec *s;
+    int j;
 
-    for (i = 0; i < vhosts->nelts; i++) {
-        const server_rec *s = v[i].obj;
+    for (s = main_s; s; s = s->next) {
         const sbt_srv_conf_t *sc = ap_get_module_config(s->module_config,
                                                         &sndbuf_tune_module);
         const apr_array_header_t *own = sc->rules ? sbt_rules_all(sc->rules)
                                                   : NULL;
 
         for (j = 0; own && j < own->nelts; j++) {
-            const sbt_network_t *rule = ((const sbt_network_t **)own->elts)[j];
+            /* Its counters are this file's to set. */
+            sbt_network_t *rule = ((sbt_network_t **)own->elts)[j];
             sbt_named_t *e = apr_array_push(all);
 
-            e->obj = rule;
-            e->name = sbt_slot_name(p, rule->tune.rule);
+            e->counters = &rule->counters;
+            e->name = sbt_slot_name(p, apr_pstrcat(p,
+                sbt_format_cidr(&rule->net, net, sizeof(net)), " in ",
+                sbt_vhost_name(p, s), NULL));
         }
     }
     return all;
@@ -329,11 +328,10 @@ static int sbt_status_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     apr_array_header_t *vhosts;
     int vover = 0, rover = 0;
 
-    (void)plog;
+    (void)pconf; (void)plog;
     /* Statics outlive nothing: a restart reloads this module. */
     sbt_shm = NULL;
     sbt_my_gen = 0;
-    sbt_vhost_slots = sbt_rule_slots = NULL;
     /* The preflight pass serves nothing; before the second one the
      * parent may still detach (fork) itself. */
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG
@@ -341,11 +339,9 @@ static int sbt_status_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         return OK;
     }
     sbt_my_gen = ++sbt_shm->generation;
-    vhosts = sbt_vhosts(pconf, s);
-    sbt_vhost_slots = sbt_map_table(sbt_shm->vhost, vhosts, pconf, ptemp,
-                                    &vover);
-    sbt_rule_slots = sbt_map_table(sbt_shm->rule, sbt_rules(pconf, vhosts),
-                                   pconf, ptemp, &rover);
+    vhosts = sbt_vhosts(ptemp, s);
+    sbt_map_table(sbt_shm->vhost, vhosts, ptemp, &vover);
+    sbt_map_table(sbt_shm->rule, sbt_rules(ptemp, s), ptemp, &rover);
     if (vover || rover) {
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
                      "status page: %d vhost name(s) and %d SndbufTuneNetwork "

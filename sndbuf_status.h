@@ -61,7 +61,7 @@ typedef struct {
     sbt_triage_sum_t triage;
 } sbt_counters_t;
 
-typedef struct {
+typedef struct sbt_slot_t {
     char name[SBT_NAME_LEN];    /**< NUL-terminated; the parent writes it */
     apr_uint32_t seen_gen;      /**< last generation naming it; 0: free */
     sbt_counters_t c;

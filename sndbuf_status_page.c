@@ -181,17 +181,19 @@ static apr_array_header_t *sbt_read_totals(apr_pool_t *p)
 
 /* ---- What limited the large responses (sndbuf_triage.c) ---- */
 
-/** The words for view @a v (a rule's when @a rule). */
+/** The words for view @a v (a rule's when @a rule); with @a paths, where
+ *  core's SendBufferSize stands (file:line), not on mod_status's page. */
 static const char *sbt_triage_text(apr_pool_t *p, const sbt_view_t *v,
-                                   int rule)
+                                   int rule, int paths)
 {
-    const char *at = sbt_conn_sendbuffersize_line();
+    const char *at = paths ? sbt_conn_sendbuffersize_line() : NULL;
     char words[1024];
 
     /* The file names shown as every name is: no control byte. */
     sbt_triage_words(words, sizeof(words), &v->c.triage,
                      sbt_kernel.has_chrono, at ? sbt_show_name(p, at) : NULL,
-                     rule ? v->name : NULL);
+                     rule ? apr_pstrcat(p, "SndbufTuneNetwork ", v->name, NULL)
+                          : NULL);
     return apr_pstrdup(p, words);
 }
 
@@ -400,9 +402,9 @@ static const char *sbt_html_bar(apr_pool_t *p, const sbt_triage_sum_t *t)
 
 /** What limited the large responses of each of @a views, a row each: the
  *  time by limit as a bar and the verdict in words; @a rule: the views
- *  are SndbufTuneNetwork rules. */
+ *  are SndbufTuneNetwork rules; @a paths: sbt_triage_text's. */
 static void sbt_html_triage(request_rec *r, const char *what,
-                            apr_array_header_t *views, int rule)
+                            apr_array_header_t *views, int rule, int paths)
 {
     const sbt_view_t *v = (const sbt_view_t *)views->elts;
     int i;
@@ -419,14 +421,15 @@ static void sbt_html_triage(request_rec *r, const char *what,
                    "</tr>\n", ap_escape_html(r->pool, v[i].name),
                    v[i].configured ? "" : " <i>(not configured now)</i>",
                    v[i].c.triage.large, sbt_html_bar(r->pool, &v[i].c.triage),
-                   ap_escape_html(r->pool,
-                                  sbt_triage_text(r->pool, &v[i], rule)));
+                   ap_escape_html(r->pool, sbt_triage_text(r->pool, &v[i],
+                                                           rule, paths)));
     }
     ap_rputs("</table>\n", r);
 }
 
-/** The triage of every vhost and rule, for both pages. */
-static void sbt_html_triage_all(request_rec *r, const char *h)
+/** The triage of every vhost and rule, for both pages: under heading
+ *  @a h, with file paths (sbt_triage_text) only on our own. */
+static void sbt_html_triage_all(request_rec *r, const char *h, int paths)
 {
     ap_rprintf(r, "<%s>What limited the large responses</%s>\n<p>Responses "
                "larger than the send buffer in force: the kernel's time "
@@ -434,8 +437,10 @@ static void sbt_html_triage_all(request_rec *r, const char *h)
                "client's window; network: the rest of the time it had "
                "data to send; app: the time it had none), and the verdict "
                "(docs/status.md).</p>\n", h, h);
-    sbt_html_triage(r, "vhost", sbt_read_table(r->pool, sbt_shm->vhost), 0);
-    sbt_html_triage(r, "rule", sbt_read_table(r->pool, sbt_shm->rule), 1);
+    sbt_html_triage(r, "vhost", sbt_read_table(r->pool, sbt_shm->vhost), 0,
+                    paths);
+    sbt_html_triage(r, "rule", sbt_read_table(r->pool, sbt_shm->rule), 1,
+                    paths);
 }
 
 static void sbt_page_html(request_rec *r)
@@ -459,7 +464,7 @@ static void sbt_page_html(request_rec *r)
     sbt_html_table(r, "vhost", sbt_read_table(r->pool, sbt_shm->vhost));
     ap_rputs("<h2>SndbufTuneNetwork rules</h2>\n", r);
     sbt_html_table(r, "rule", sbt_read_table(r->pool, sbt_shm->rule));
-    sbt_html_triage_all(r, "h2");
+    sbt_html_triage_all(r, "h2", 1);
     ap_rputs("<p>Also as <a href=\"?auto\">?auto</a>, and for Prometheus "
              "with <code>SetHandler " SBT_METRICS_HANDLER "</code>.</p>\n"
              "</body></html>\n", r);
@@ -497,24 +502,46 @@ static void sbt_prom_gauge(request_rec *r, const char *metric,
     ap_rprintf(r, "sndbuf_tune_%s %" APR_UINT64_T_FMT "\n", metric, value);
 }
 
-/** The triage metrics of @a views, sndbuf_tune_<what>_..., labelled
- *  <what>="name": these names are the issue's, for dashboards.  The
- *  kernel's figures are left out where it has no chronographs (unknown,
- *  not 0). */
-static void sbt_prom_triage(request_rec *r, const char *what,
-                            const apr_array_header_t *views)
+/** The labels of each of @a views: vhost="..." for a vhost; for a rule,
+ *  named "<network> in <vhost>", network="..." and vhost="...": no file
+ *  or line, so that editing the configuration renames no series. */
+static const char **sbt_prom_labels(apr_pool_t *p,
+                                    const apr_array_header_t *views, int rule)
 {
     const sbt_view_t *v = (const sbt_view_t *)views->elts;
-    const char *m, *label;
+    const char **label = apr_palloc(p, sizeof(*label) * views->nelts);
+    int i;
+
+    for (i = 0; i < views->nelts; i++) {
+        const char *name = v[i].name, *in = strstr(name, " in ");
+
+        label[i] = !rule || !in
+            ? apr_psprintf(p, "%s=\"%s\"", rule ? "network" : "vhost",
+                           sbt_prom_label(p, name))
+            : apr_psprintf(p, "network=\"%s\",vhost=\"%s\"",
+                           sbt_prom_label(p, apr_pstrndup(p, name, in - name)),
+                           sbt_prom_label(p, in + 4));
+    }
+    return label;
+}
+
+/** The triage metrics of @a views (labels @a label), sndbuf_tune_<what>_...
+ *  The kernel's figures are left out where it has no chronographs
+ *  (unknown, not 0). */
+static void sbt_prom_triage(request_rec *r, const char *what,
+                            const apr_array_header_t *views,
+                            const char **label)
+{
+    const sbt_view_t *v = (const sbt_view_t *)views->elts;
+    const char *m;
     int i, j;
 
     m = apr_pstrcat(r->pool, what, "_large_responses_total", NULL);
     sbt_prom_head(r, m, "counter", "Responses larger than the send buffer "
                   "in force, measured from TCP_INFO at their start and end.");
     for (i = 0; i < views->nelts; i++) {
-        ap_rprintf(r, "sndbuf_tune_%s{%s=\"%s\"} %" APR_UINT64_T_FMT "\n", m,
-                   what, sbt_prom_label(r->pool, v[i].name),
-                   v[i].c.triage.large);
+        ap_rprintf(r, "sndbuf_tune_%s{%s} %" APR_UINT64_T_FMT "\n", m,
+                   label[i], v[i].c.triage.large);
     }
     if (!sbt_kernel.has_chrono) {
         return;
@@ -525,11 +552,10 @@ static void sbt_prom_triage(request_rec *r, const char *what,
                   "client's window, the network (the rest of the time with "
                   "data to send), the server (the time with none).");
     for (i = 0; i < views->nelts; i++) {
-        label = sbt_prom_label(r->pool, v[i].name);
         for (j = 0; j < SBT_LIMITS; j++) {
-            ap_rprintf(r, "sndbuf_tune_%s{%s=\"%s\",limit=\"%s\"} %"
-                       APR_UINT64_T_FMT ".%06" APR_UINT64_T_FMT "\n", m, what,
-                       label, sbt_limit_names[j],
+            ap_rprintf(r, "sndbuf_tune_%s{%s,limit=\"%s\"} %"
+                       APR_UINT64_T_FMT ".%06" APR_UINT64_T_FMT "\n", m,
+                       label[i], sbt_limit_names[j],
                        v[i].c.triage.us[j] / 1000000,
                        v[i].c.triage.us[j] % 1000000);
         }
@@ -538,31 +564,26 @@ static void sbt_prom_triage(request_rec *r, const char *what,
     sbt_prom_head(r, m, "counter", "Large responses by the verdict on what "
                   "limited them (too short to tell: none).");
     for (i = 0; i < views->nelts; i++) {
-        label = sbt_prom_label(r->pool, v[i].name);
         for (j = 0; j < SBT_LIMITS; j++) {
-            ap_rprintf(r, "sndbuf_tune_%s{%s=\"%s\",by=\"%s\"} %"
-                       APR_UINT64_T_FMT "\n", m, what, label,
-                       sbt_limit_names[j], v[i].c.triage.by[j]);
+            ap_rprintf(r, "sndbuf_tune_%s{%s,by=\"%s\"} %" APR_UINT64_T_FMT
+                       "\n", m, label[i], sbt_limit_names[j],
+                       v[i].c.triage.by[j]);
         }
     }
 }
 
-/** One table's metrics, sndbuf_tune_<what>_..., labelled <what>="name";
- *  its triage as sndbuf_tune_<triage>_..., <triage>="name".  The format
- *  wants each metric's lines together: one loop a metric. */
+/** One table's metrics, sndbuf_tune_<what>_..., @a what "vhost" or
+ *  "network" (the rules).  The format wants each metric's lines
+ *  together: one loop a metric. */
 static void sbt_prom_table(request_rec *r, const char *what,
-                           const char *triage, sbt_slot_t *table)
+                           sbt_slot_t *table)
 {
     apr_array_header_t *views = sbt_read_table(r->pool, table);
     const sbt_view_t *v = (const sbt_view_t *)views->elts;
-    const char **label = apr_palloc(r->pool, sizeof(*label) * views->nelts);
+    const char **label = sbt_prom_labels(r->pool, views, *what == 'n');
     const char *m;
     int i, j;
 
-    for (i = 0; i < views->nelts; i++) {
-        label[i] = apr_psprintf(r->pool, "%s=\"%s\"", what,
-                                sbt_prom_label(r->pool, v[i].name));
-    }
     m = apr_pstrcat(r->pool, what, "_requests_total", NULL);
     sbt_prom_head(r, m, "counter", "Requests, by the policy that applied "
                   "(none: the module left the socket alone).");
@@ -606,7 +627,7 @@ static void sbt_prom_table(request_rec *r, const char *what,
         ap_rprintf(r, "sndbuf_tune_%s{%s} %" APR_UINT64_T_FMT "\n", m,
                    label[i], v[i].c.hist[SBT_HIST_UNKNOWN]);
     }
-    sbt_prom_triage(r, triage, views);
+    sbt_prom_triage(r, what, views, label);
 }
 
 static void sbt_page_metrics(request_rec *r)
@@ -617,8 +638,8 @@ static void sbt_page_metrics(request_rec *r)
                    "counters were last zeroed: start or full restart.",
                    (apr_uint64_t)apr_time_sec(sbt_shm->since));
     ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_PROM), r);
-    sbt_prom_table(r, "vhost", "vhost", sbt_shm->vhost);
-    sbt_prom_table(r, "rule", "network", sbt_shm->rule);
+    sbt_prom_table(r, "vhost", sbt_shm->vhost);
+    sbt_prom_table(r, "network", sbt_shm->rule);
 }
 
 /* ---- Handler and mod_status section ---- */
@@ -695,7 +716,7 @@ static int sbt_mod_status_hook(request_rec *r, int flags)
                "<code>SetHandler " SBT_STATUS_HANDLER "</code> page.</p>\n",
                ap_ht_time(r->pool, sbt_shm->since, "%Y-%m-%d %H:%M:%S %Z", 0));
     ap_rputs(sbt_kernel_show(r->pool, SBT_SHOW_HTML), r);
-    sbt_html_triage_all(r, "h3");
+    sbt_html_triage_all(r, "h3", 0);
     return OK;
 }
 

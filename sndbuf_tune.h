@@ -37,6 +37,7 @@ typedef struct {
 typedef struct {
     sbt_cidr_t net;             /**< host bits clear */
     sbt_setting_t tune;
+    struct sbt_slot_t *counters;    /**< sndbuf_status.c's; NULL: none */
 } sbt_network_t;
 
 /** A server's rules (sndbuf_rules.c). */
@@ -46,6 +47,7 @@ typedef struct sbt_srv_conf_t {
     sbt_rules_t *rules;         /**< its own SndbufTuneNetwork; NULL: none */
     /** The main server's rules, shared by every vhost, not copied. */
     const sbt_rules_t *base_rules;
+    struct sbt_slot_t *counters;    /**< sndbuf_status.c's; NULL: none */
 } sbt_srv_conf_t;
 
 /** The policy in force for one request, with its clamps resolved. */

@@ -8,7 +8,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
-use Test::More tests => 3 + 7 + 113 + 192 + 183 + 3 + 6;
+use Test::More tests => 3 + 7 + 114 + 192 + 183 + 3 + 6;
 use SndbufTune::Status ();
 
 my $mpm = 'worker';
@@ -20,7 +20,7 @@ ok($gen1, "$mpm: configuration 1 serves") or exit 1;
 # 7: Require, 404 without SetHandler, 405 for POST, HEAD, mod_status ?auto
 ok(SndbufTune::Status::access_and_formats($mpm),
    "$mpm: access control and formats");
-# 113: a load from several clients; counters per vhost, policy and rule in
+# 114: a load from several clients; counters per vhost, policy and rule in
 # every format, odd names, (other), mod_status's section
 ok(SndbufTune::Status::load_gen1($mpm, $N), "$mpm: load 1 counted")
     or exit 1;

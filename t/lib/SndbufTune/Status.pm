@@ -64,6 +64,8 @@ my @ODD = (['"q\\<&>' => '"q\\<&>'], ["\xc3\xa9" => "\x{e9}"],
            ['%' => '%25']);
 my $ODD_BYTES = join '', map { $_->[0] } @ODD;
 my $ODD_TEXT = join '', map { $_->[1] } @ODD;
+# The odd vhost's own rule (never matched).
+my $ODD_NET = '192.0.2.0/24';
 
 # The MPMs' tuning: several processes, and processes that exit and are
 # replaced during the load (MaxConnectionsPerChild).
@@ -207,7 +209,8 @@ sub body {
         $line = "Include $RULES" if $name eq 'net.test';
         vhost($name, $line ? ($line) : ());
     } @TEST_VHOSTS;
-    push @tests, vhost("odd$ODD_BYTES.test");
+    # a rule of the odd vhost: its name carries the vhost's
+    push @tests, vhost("odd$ODD_BYTES.test", "SndbufTuneNetwork $ODD_NET unset");
     @tests = reverse @tests if $gen > 1;
     push @tests, vhost('new.test', 'SndbufTune 32k') if $gen > 1;
     my @fill = map { vhost(sprintf 'fill-%03d.test', $_) }
@@ -409,13 +412,37 @@ sub check_counts {
     }
 }
 
-# The rule's name as every format shows it (text): its file's name has
-# the odd bytes.
+# The name of the rule of line 1 or 2 of the rule file, as every format
+# shows it: its network and its vhost's name, no file or line.
 sub rule_name {
     my $line = shift;
     my $net = $line == 1 ? '127.0.0.0/8' : '10.0.0.0/8';
-    return "SndbufTuneNetwork $net at " . $SRV->dir
-        . "/rules$ODD_TEXT.conf:$line";
+    return "$net in net.test:$PORT";
+}
+
+# A rule's metric labels: network and vhost, from its name ("(other)":
+# network only).
+sub rule_labels {
+    my ($net, $vhost) = split / in /, shift, 2;
+    return (network => $net, defined $vhost ? (vhost => $vhost) : ());
+}
+
+# A slot's name from a metric's labels (parse_prom's key, or a label hash).
+sub prom_name {
+    my ($table, %l) = @_;
+    return $l{vhost} if $table eq 'vhost';
+    return defined $l{vhost} ? "$l{network} in $l{vhost}" : $l{network};
+}
+
+# The slot names of one table in the parsed metrics $m.
+sub prom_names {
+    my ($m, $table) = @_;
+    my $family = $table eq 'vhost' ? 'vhost' : 'network';
+    return map {
+        my ($name, @l) = split /\0/;
+        $name eq "sndbuf_tune_${family}_requests_total" && "@l" =~ /policy=none/
+            ? prom_name($table, map { split /=/, $_, 2 } @l) : ();
+    } keys %$m;
 }
 
 sub parse_auto {
@@ -476,11 +503,12 @@ sub check_prom {
     my @w = @{ $j->{kernel}{tcp_wmem} };
     $want->($w[$_], 'kernel_tcp_wmem_bytes', bound => (qw(min default max))[$_])
         for 0 .. 2;
-    for ([vhost => 'vhosts'], [rule => 'networks']) {
+    for ([vhost => 'vhosts'], [network => 'networks']) {
         my ($what, $list) = @$_;
         for my $v (@{ $j->{$list} }) {
             next if $v->{name} eq "status.test:$PORT";
-            my @l = ($what => $v->{name});
+            my @l = $what eq 'vhost' ? (vhost => $v->{name})
+                                     : rule_labels($v->{name});
             $want->($v->{"requests_$_"}, "${what}_requests_total", @l,
                     policy => $_) for qw(none unset fixed auto);
             $want->($v->{bytes_sent}, "${what}_sent_bytes_total", @l);
@@ -504,9 +532,8 @@ sub check_prom {
                     "${what}_effective_sndbuf_bytes_sum", @l);
             $want->($e->{unknown},
                     "${what}_effective_sndbuf_unknown_total", @l);
-            # the triage: sndbuf_tune_vhost_... and sndbuf_tune_network_...
-            my $tw = $what eq 'rule' ? 'network' : $what;
-            my @tl = ($tw => $v->{name});
+            # the triage, in the same families
+            my ($tw, @tl) = ($what, @l);
             my $t = $v->{triage} || {};
             $want->($t->{LargeResponses}, "${tw}_large_responses_total", @tl);
             for my $lim (qw(Sndbuf Rwnd Network App)) {
@@ -570,7 +597,8 @@ sub check_names {
     my ($mpm, $auto, $html, $metrics) = @_;
     my ($kv) = parse_auto(utf8_text($auto) // '');
     my %names = map { ($_ => 1) } @$kv{ grep { /Name$/ } keys %$kv };
-    for (["odd$ODD_TEXT.test:$PORT", 'vhost'], [rule_name(1), 'rule']) {
+    for (["odd$ODD_TEXT.test:$PORT", 'vhost'],
+         ["$ODD_NET in odd$ODD_TEXT.test:$PORT", 'rule']) {
         my ($name, $what) = @$_;
         check($names{$name}, "$mpm: ?auto: the ${what}'s odd name, %-encoded",
               "names: " . join ', ', map { Encode::encode('UTF-8', $_) }
@@ -579,7 +607,9 @@ sub check_names {
         check(index($t, html_escape($name)) >= 0 && index($t, $name) < 0,
               "$mpm: HTML: the ${what}'s odd name, %-encoded and escaped",
               "want " . Encode::encode('UTF-8', html_escape($name)));
-        my $l = $what . '="' . ($name =~ s/([\\"])/\\$1/gr) . '"';
+        my %pl = $what eq 'vhost' ? (vhost => $name) : rule_labels($name);
+        my $l = join ',', map { $_ . '="' . ($pl{$_} =~ s/([\\"])/\\$1/gr) . '"' }
+            sort keys %pl;
         check(index(utf8_text($metrics) // '', "{$l") >= 0,
               "$mpm: metrics: the ${what}'s odd name, %-encoded and escaped",
               "want " . Encode::encode('UTF-8', $l));
@@ -592,6 +622,14 @@ sub check_names {
     my $at = index $shtml, '<h2>mod_sndbuf_tune</h2>';
     check($at >= 0 && defined utf8_text(substr $shtml, $at),
           "$mpm: mod_status HTML: our section is UTF-8, no control bytes");
+    # mod_status's page is anyone's its Require lets in: no file of the
+    # configuration there (core SendBufferSize's line, a rule's file),
+    # while our own page names them
+    my $dir = $SRV->dir;
+    check($at >= 0 && index(substr($shtml, $at), $dir) < 0
+          && index($shtml, '127.0.0.0/8 in net.test') >= 0,
+          "$mpm: mod_status HTML: its rows name no file of the configuration",
+          map { "at: $_" } substr($shtml, $at) =~ /([^<>]*\Q$dir\E[^<>]*)/g);
 }
 
 # ---------------------------------------------------------------------------
@@ -706,8 +744,8 @@ sub close_to {
 }
 
 # Names an inexact encoding would merge: vhosts that differ in one Latin-1
-# byte (each with a rule from a file whose name differs the same way), or
-# in one control byte; and the main server named "(other)" like the
+# byte (each with a rule, whose name then differs the same way), or in
+# one control byte; and the main server named "(other)" like the
 # overflow row, which the fillers make appear.  Each as it must show.
 my @TWINS = (["caf\xe9.test", 'caf%E9.test', "rules\xe9.conf"],
              ["caf\xe8.test", 'caf%E8.test', "rules\xe8.conf"],
@@ -741,9 +779,8 @@ sub prom_body {
 sub check_twins {
     my %want = (vhost => ['(other)', '%28other)',
                           map { "$_->[1]:$PORT" } @TWINS],
-                rule => [map { "SndbufTuneNetwork 10.0.0.0/8 at " . $SRV->dir
-                               . '/' . ($_->[2] =~ s/\xe9/%E9/r =~ s/\xe8/%E8/r)
-                               . ':1' } grep { $_->[2] } @TWINS]);
+                rule => [map { "10.0.0.0/8 in $_->[1]:$PORT" }
+                         grep { $_->[2] } @TWINS]);
     my (undef, undef, $metrics) = http_get('metrics.test', '/metrics');
     my $m = prom_valid('twins', $metrics);
     my $samples = grep { !/^#/ } split /\n/, $metrics;
@@ -755,8 +792,7 @@ sub check_twins {
     ($html{vhost}) = $html =~ m{<h2>Virtual hosts</h2>(.*?)<h2>}s;
     ($html{rule}) = $html =~ m{<h2>SndbufTuneNetwork rules</h2>(.*)}s;
     for my $table (qw(vhost rule)) {
-        my @prom = map { /^sndbuf_tune_${table}_requests_total\0policy=none\0$table=(.*)$/s
-                         ? $1 : () } keys %$m;
+        my @prom = prom_names($m, $table);
         my $akey = $table eq 'vhost' ? 'Vhost' : 'Network';
         my @auto = @$kv{ grep { /^SndbufTune$akey\[\d+\]Name$/ } keys %$kv };
         # the counters table, the first in the section: one row a name
@@ -897,14 +933,14 @@ sub run_prometheus {
            "prometheus stored each of the page's $samples series");
     my %names;
     for my $table (qw(vhost rule)) {
-        $r = prom_query($api, "sndbuf_tune_${table}_requests_total"
+        my $family = $table eq 'vhost' ? 'vhost' : 'network';
+        $r = prom_query($api, "sndbuf_tune_${family}_requests_total"
                         . '{policy="none"}', $t) || [];
-        $names{$table} = join "\n", sort map { $_->{metric}{$table} } @$r;
+        $names{$table} = join "\n", sort map {
+            prom_name($table, %{ $_->{metric} }) } @$r;
     }
     for my $table (qw(vhost rule)) {
-        my %got = map { (/^sndbuf_tune_${table}_requests_total\0policy=none\0$table=(.*)$/s
-                         ? ($1 => 1) : ()) } keys %$page;
-        my $want = join "\n", sort keys %got;
+        my $want = join "\n", sort(prom_names($page, $table));
         check($names{$table} eq $want,
               "prometheus has the page's ${table}s, each once",
               Encode::encode('UTF-8', "got:\n$names{$table}\nwant:\n$want"));
