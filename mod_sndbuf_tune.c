@@ -162,13 +162,18 @@ static int sbt_redirected_from(request_rec *r, sbt_decision_t *d)
     return 0;
 }
 
-/** No policy: the socket is left as it is (the notes say so). */
-static void sbt_note_none(request_rec *r)
+/** No policy: the socket is left as it is (the notes say so, and name
+ *  the line that said none, if @a said is one). */
+static void sbt_note_none(request_rec *r, const sbt_setting_t *said)
 {
     apr_table_addn(r->subprocess_env, SBT_NOTE_POLICY, "none");
     apr_table_addn(r->subprocess_env, SBT_NOTE_REQUESTED, "-");
     apr_table_addn(r->subprocess_env, SBT_NOTE_EFFECTIVE, "-");
     apr_table_addn(r->notes, SBT_NOTE_POLICY, "none");
+    if (said && said->rule) {
+        apr_table_addn(r->subprocess_env, SBT_NOTE_RULE, said->rule_env);
+        apr_table_addn(r->notes, SBT_NOTE_RULE, said->rule);
+    }
 }
 
 static void sbt_insert_filter(request_rec *r)
@@ -189,7 +194,7 @@ static void sbt_insert_filter(request_rec *r)
         inherited = sbt_redirected_from(r, &d);
     }
     if ((conn = sbt_conn_enter(c)) == NULL) {
-        sbt_note_none(r);
+        sbt_note_none(r, NULL);
         return;
     }
     rq = apr_pcalloc(r->pool, sizeof(*rq));
@@ -198,7 +203,7 @@ static void sbt_insert_filter(request_rec *r)
     rq->shared = c->master != NULL;
     ap_set_module_config(r->request_config, &sndbuf_tune_module, rq);
     if (d.tune.policy == SBT_POLICY_NONE) {
-        sbt_note_none(r);
+        sbt_note_none(r, &d.tune);
     }
     else {
         /* This response takes the socket over from any before it (HTTP/1:
@@ -227,7 +232,7 @@ static void sbt_insert_filter(request_rec *r)
 
     /* An internal redirect keeps the filter of the request it replaces
      * (it runs after the protocol filters); it serves this one now. */
-    if (!sbt_has_response_filter(r)) {
+    if (!r->prev || !sbt_has_response_filter(r)) {
         ap_add_output_filter_handle(sbt_response_filter_handle, NULL, r, c);
     }
 }
@@ -280,13 +285,11 @@ static apr_status_t sbt_response_filter(ap_filter_t *f,
             rq->watching = 0;
             sbt_response_begin(f->r, rq);
         }
-        else if (!APR_BRIGADE_EMPTY(bb)
-                 && APR_BUCKET_IS_EOS(APR_BRIGADE_LAST(bb))) {
-            /* It fitted: never limited by the buffer, no figures, no
-             * system call. */
-            rq->watching = 0;
-        }
         else {
+            /* At its end it fitted: never limited by the buffer, no
+             * figures, no system call (and no call to remove this). */
+            rq->watching = APR_BRIGADE_EMPTY(bb)
+                           || !APR_BUCKET_IS_EOS(APR_BRIGADE_LAST(bb));
             return ap_pass_brigade(f->next, bb);
         }
     }
@@ -437,6 +440,10 @@ static void sbt_note_outcome(request_rec *r, sbt_req_t *rq, sbt_outcome_t *o)
     sbt_sock_did_t did = {0};
     int requested;
 
+    /* None, and it fitted: nothing to note, nothing to ask the socket. */
+    if (!rq->measured && rq->d.tune.policy == SBT_POLICY_NONE) {
+        return;
+    }
     if (rq->au) {
         sbt_auto_end(rq->au, &ao);
     }

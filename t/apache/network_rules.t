@@ -17,6 +17,9 @@
 #                 /gen/loc1m/>           -> 1m, the rule named after the
 #                                           <Location> (<LimitExcept>
 #                                           limits only access control)
+#   none.test     127.0.0.0/8 none       -> the socket left alone, and the
+#                                           access log's rule= names the
+#                                           line that said none
 # And behind mod_remoteip: with RemoteIPHeader and no RemoteIP*Proxy, it
 # believes the header from any peer, so a client with
 # "X-Forwarded-For: 203.0.113.7" gets the rule for 203.0.113.0/24 (the
@@ -61,6 +64,10 @@ SndbufTuneNetwork 127.0.0.0/8 256k
     SndbufTuneNetwork 126.0.0.0/7 1m
 </VirtualHost>
 <VirtualHost *:@PORT@>
+    ServerName none.test
+    SndbufTuneNetwork 127.0.0.0/8 none
+</VirtualHost>
+<VirtualHost *:@PORT@>
     ServerName if.test
     <If "true">
         SndbufTune 1m
@@ -91,7 +98,7 @@ my @sections = (
     ['limit.test', '/gen/loc1m/big.bin', $m1, '<Location /gen/loc1m/>'],
 );
 
-plan tests => @cases + @sections + 6;
+plan tests => @cases + @sections + 7;
 
 for my $case (@cases) {
     my ($host, $bytes, $net) = @$case;
@@ -118,6 +125,15 @@ for my $case (@sections) {
                   rule => qr{^\Q$sect\E at \S+:\d+$});
     };
 }
+
+subtest 'none.test: SndbufTuneNetwork 127.0.0.0/8 none decides, and says so' => sub {
+    my $c = SndbufTune::StallClient->new(port => $port);
+    $c->request('/gen/small.txt', 'none.test');
+    is($c->header('X-Sndbuf-Policy'), 'none', 'SNDBUF_TUNE_POLICY none');
+    logged_ok($srv, $c, 'none.test', vhost => 'none.test', policy => 'none',
+              rule => qr{^SndbufTuneNetwork 127\.0\.0\.0/8 at \S+:\d+$});
+    $c->close;
+};
 
 $srv->stop;
 
