@@ -530,7 +530,8 @@ static void sbt_report_kernel(apr_pool_t *p, server_rec *s)
     ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, "%s%s",
                  sbt_kernel_show(p, SBT_SHOW_LOG), narrow
                  ? "; auto leaves a connection to autotuning where its path "
-                   "needs more than wmem_max grants (docs/troubleshooting.md)"
+                   "needs more than wmem_max grants ("
+                   SBT_DOCS "troubleshooting.md)"
                  : "");
     if (k->wmem_max && (apr_uint32_t)largest > k->wmem_max) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,

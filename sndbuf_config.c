@@ -479,8 +479,8 @@ void sbt_config_warn_remoteip(apr_pool_t *ptemp, server_rec *main_s)
                          "SndbufTuneNetwork: %s%s: RemoteIPHeader %s "
                          "without RemoteIPInternalProxy or "
                          "RemoteIPTrustedProxy: any client chooses the "
-                         "network rule it gets by sending that header "
-                         "(see SndbufTuneNetwork in docs/directives.md)",
+                         "network rule it gets by sending that header (see "
+                         "SndbufTuneNetwork in " SBT_DOCS "directives.md)",
                          sect ? "vhost " : "the main server",
                          sect && s->server_hostname ? s->server_hostname
                                                     : "", own.header);

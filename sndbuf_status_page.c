@@ -436,7 +436,7 @@ static void sbt_html_triage_all(request_rec *r, const char *h, int paths)
                "for each (sndbuf: blocked by the send buffer; rwnd: by the "
                "client's window; network: the rest of the time it had "
                "data to send; app: the time it had none), and the verdict "
-               "(docs/status.md).</p>\n", h, h);
+               "(" SBT_DOCS "status.md).</p>\n", h, h);
     sbt_html_triage(r, "vhost", sbt_read_table(r->pool, sbt_shm->vhost), 0,
                     paths);
     sbt_html_triage(r, "rule", sbt_read_table(r->pool, sbt_shm->rule), 1,

@@ -75,6 +75,10 @@ my @HTTPD = (
 
 # ------------------------------------------------------------ the code --
 
+# The C's string macros (#define NAME "..."), which c_strings joins in
+# where they stand between literals.
+my %STRMACRO;
+
 # C source: (string literals joined, in order), comments left out;
 # APR's *_FMT macros between two literals stand for a number's format.
 sub c_strings {
@@ -105,6 +109,15 @@ sub c_strings {
             $cur .= 'ld' if defined $cur;
             next;
         }
+        if ($src =~ /\G([A-Za-z_]\w*)/gc) {
+            if (exists $STRMACRO{$1}) {
+                $cur = ($cur // '') . $STRMACRO{$1};
+            }
+            else {
+                $end->();
+            }
+            next;
+        }
         $src =~ /\G[A-Za-z_]\w*|\G./gcs;
         $end->();
     }
@@ -112,11 +125,16 @@ sub c_strings {
     return @out;
 }
 
-my (%SBT, @FORMATS);
+my (%SBT, @FORMATS, %SRC);
 for my $file (glob("$TOP/mod_sndbuf_tune.c $TOP/sndbuf_*.c $TOP/sndbuf_*.h")) {
     open my $fh, '<', $file or die "$file: $!";
-    my $src = do { local $/; <$fh> };
+    $SRC{$file} = do { local $/; <$fh> };
     close $fh;
+    $STRMACRO{$1} = $2
+        while $SRC{$file} =~ /^#define\s+(\w+)\s+"((?:\\.|[^"\\])*)"\s*$/mg;
+}
+for my $file (sort keys %SRC) {
+    my $src = $SRC{$file};
     $SBT{$1} = 1 while $src =~ /AP_INIT_\w+\(\s*"(\w+)"/g;
     push @FORMATS, grep { /[A-Za-z]{2}|%/ } c_strings($src);
 }

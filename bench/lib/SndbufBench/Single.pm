@@ -108,10 +108,11 @@ sub section {
                 . "drains its pipe for about 200 ms + 1 RTT every 10 s "
                 . "(PROBE_RTT): the 20 s window holds two for every "
                 . "configuration, 4–5% of it at 250 ms unless a standing "
-                . "queue drains into the link meanwhile; a send buffer of *B* bytes "
-                . "allows at most *B*/RTT (Linux reports `tb` = 2 × "
-                . "`SO_SNDBUF`, and lets one more skb in), so `core16k` moves "
-                . "about 1.6 Mbit/s at 250 ms whatever the link." };
+                . "queue drains into the link meanwhile; a send buffer carries "
+                . "about two thirds of its `tb` (2 × `SO_SNDBUF`; [the rule]"
+                . "(auto.md#how-much-a-send-buffer-carries)), and a small one "
+                . "up to one packet of 64 KB more, so `core16k` (`tb` 32 KiB) "
+                . "moves less than 3 Mbit/s at 250 ms whatever the link." };
     }
     for my $p (@paths) {
         my ($W, $S) = window_times($p);
@@ -163,8 +164,8 @@ sub targets {
     my $r = div(($w->{autobw} || {})->{steady_bps}, $core);
     $push->('seed path, auto vs core SendBufferSize 16384', '>= 20x',
             ratio($r) . 'x', defined $r ? $r >= 20 : undef,
-            $core ? sprintf('core 16384 moves %s Mbit/s (tb 32 KiB/RTT plus '
-                . 'one skb of overshoot): the ratio is bounded by the link '
+            $core ? sprintf('core 16384 moves %s Mbit/s (two thirds of tb 32 '
+                . 'KiB per RTT, plus a packet): the ratio is bounded by the link '
                 . 'at about %.1fx', mbit($core),
                 (($w->{autobw} || {})->{limit_bps} // 0) / $core) : '');
     $x = ($w->{auto} || {})->{pct};
