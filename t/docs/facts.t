@@ -36,17 +36,32 @@
 #               "..." (or "…") at the end of a quote: the message goes on.
 #             So a value may be elided, and a long message cut short, but
 #             the words the code prints may not be changed.
+#   figures   every rate the pages derive from a buffer, and every buffer
+#             they derive from a rate, is recomputed from the one rule of
+#             docs/auto.md ("How much a send buffer carries": a tb carries
+#             two thirds of it in data) and must round to what the page
+#             says; no page turns a buffer into a rate any other way
+#             ("buffer / RTT" without the two thirds).
+#   costs     README.md's shared memory is what a server with the module
+#             maps beside one without it (/proc/PID/maps), and its first
+#             40 lines name `make demo` and `make test`.
+#   lists     docs/status.md lists every ?auto key (the page's and
+#             mod_status's) and every metric a live server prints, and no
+#             other; its alert examples pass `promtool check rules`.
 #
 use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
+use File::Temp ();
 use Test::More;
 use SndbufTune::Server ();
 use SndbufTune::StallClient ();
 use SndbufTune::Util qw(top_dir module_path);
 
+binmode Test::More->builder->$_, q(:encoding(UTF-8))
+    for qw(output failure_output todo_output);
 my $TOP = top_dir();
 plan skip_all => module_path() . ' not built (run make)' unless -f module_path();
 
@@ -276,19 +291,24 @@ SndbufTuneNetwork 192.0.2.0/24 16k
 <Location /sndbuf-status>
     SetHandler sndbuf-tune-status
 </Location>
+<Location /metrics>
+    SetHandler sndbuf-tune-metrics
+</Location>
 <Location /server-status>
     SetHandler server-status
 </Location>
 EOF
 ok($srv->start, 'a server with the status pages') or diag($srv->error);
-my %KEYS;
-for my $path ('/sndbuf-status?auto', '/server-status?auto') {
+my (%KEYS, %PAGE);
+for my $path ('/sndbuf-status?auto', '/server-status?auto', '/metrics') {
     my (undef, undef, $body) = eval {
         SndbufTune::StallClient->new(port => $srv->port)
             ->get($path, host => 'localhost', version => '1.0');
     };
-    $KEYS{$1} = 1 while ($body // '') =~ /^(SndbufTune[A-Za-z]*)/mg;
+    $PAGE{$path} = $body // '';
+    $KEYS{$1} = 1 while $PAGE{$path} =~ /^(SndbufTune[A-Za-z]*)/mg;
 }
+my @MAPPED = shared_maps($srv);
 $srv->stop;
 ok(grep({ /^SndbufTuneKernel/ } keys %KEYS)
    && grep({ /^SndbufTuneTotal/ } keys %KEYS),
@@ -445,6 +465,206 @@ for my $q (@quotes) {
     1 while $msg =~ s/^\[[^\]]*\]\s*// || $msg =~ s/^[\w.]+\.c\(\d+\):\s*//;
     ok(printable($msg), "$page:$n: the code can print this message")
         or diag("not a message of the code: $msg");
+}
+
+# ----------------------------------------------------------- figures --
+
+# The rule (docs/auto.md, "How much a send buffer carries"): a send buffer
+# of tb bytes carries two thirds of it (as the triage counts it).
+sub carried { my $tb = shift; return int($tb / 3) * 2 }
+# bit/s carried at $rtt_ms; the tb a rate of $bps needs at $rtt_ms
+sub rule_rate { my ($tb, $rtt_ms) = @_; return carried($tb) * 8 / ($rtt_ms / 1000) }
+sub rule_tb { my ($bps, $rtt_ms) = @_; return 1.5 * $bps / 8 * $rtt_ms / 1000 }
+
+my %UNIT = (KiB => 1024, MiB => 1 << 20, KB => 1e3, MB => 1e6, bytes => 1,
+            'kbit/s' => 1e3, 'Mbit/s' => 1e6, 'kB/s' => 8e3);
+
+# Does $want, in units of $unit, round to the figure $text as written,
+# given to two significant digits at least (one would let 0.7 pass as 1)?
+sub rounds_to {
+    my ($text, $unit, $want) = @_;
+    my ($dec) = $text =~ /\.(\d+)$/;
+    my $places = length($dec // '');
+    return length($text =~ s/\.//r =~ s/^0+//r) >= 2
+        && sprintf("%.${places}f", $want / $UNIT{$unit}) eq $text;
+}
+
+# A page's text on one line: markdown quotes and line breaks as spaces.
+sub flat {
+    return join(' ', map { s/^\s*>\s?//r } split /\n/, $_[0]) =~ s/\s+/ /gr;
+}
+
+# Each statement: the page, what it says (a regex whose captures are the
+# figures as written), and the checks ([figure, unit, want]) from them.
+my @FIGURES = (
+    ['README.md', 'autotuning\'s ceiling',
+     qr/4 MiB in turn carries about ([\d.]+) (MB)\b.*?([\d.]+) (Mbit\/s) at (\d+) ms/,
+     sub { ([$_[0], $_[1], carried(4 << 20)],
+            [$_[2], $_[3], rule_rate(4 << 20, $_[4])]) }],
+    ['README.md', 'the rate a lock cannot carry',
+     qr/\((\d+) Mbit\/s at (\d+) ms needs a `tb` of about ([\d.]+) (MB)\)/,
+     sub { [$_[2], $_[3], rule_tb($_[0] * 1e6, $_[1])] }],
+    ['README.md', 'SndbufTuneLimits 16k 192k',
+     qr/at most (\d+) (KiB) of kernel memory.*?reach about ([\d.]+) (Mbit\/s) at (\d+) ms, ([\d.]+) (Mbit\/s) at (\d+) ms/,
+     sub { my $tb = $_[0] * $UNIT{$_[1]};
+           ([$_[2], $_[3], rule_rate($tb, $_[4])],
+            [$_[5], $_[6], rule_rate($tb, $_[7])]) }],
+    ['docs/troubleshooting.md', 'SendBufferSize 16384',
+     qr/16384 (?:\(`tb` 32 KiB\) )?allows\s+about ([\d.]+) (Mbit\/s) at (\d+) ms/,
+     sub { [$_[0], $_[1], rule_rate(32768, $_[2])] }],
+    ['docs/troubleshooting.md', 'autotuning\'s ceiling',
+     qr/\(4 MiB on Debian, Ubuntu and RHEL: about ([\d.]+) (Mbit\/s) at (\d+) ms\)/,
+     sub { [$_[0], $_[1], rule_rate(4 << 20, $_[2])] }],
+    ['docs/troubleshooting.md', 'a long fat path',
+     qr/(\d+) Mbit\/s at (\d+) ms needs (?:a `tb` of )?about ([\d.]+) (MB)/,
+     sub { [$_[2], $_[3], rule_tb($_[0] * 1e6, $_[1])] }],
+    ['docs/troubleshooting.md', 'what auto sets carries',
+     qr/auto sets `tb` to about ([\d.]+) \x{d7} rate \x{d7} RTT, which carries about ([\d.]+) \x{d7} rate/,
+     sub { [$_[1], 'bytes', carried($_[0] * 3e6) / 3e6] }],
+    ['docs/auto.md', 'what auto\'s target carries',
+     qr/7\/8 \x{d7} rate \x{d7} RTT.*?Linux doubles it, and the buffer carries two thirds of that.*?about ([\d.]+) \x{d7} the BDP/,
+     sub { [$_[0], 'bytes', carried(2 * 7 / 8 * 3e6) / 3e6] }],
+    ['docs/status.md', 'the words\' example',
+     qr/force, 16 KiB \(core SendBufferSize at \S+\), allows about ([\d.]+) (kbit\/s|Mbit\/s) at the (\d+) ms/,
+     sub { [$_[0], $_[1], rule_rate(32768, $_[2])] }],
+);
+push @FIGURES, map {
+    my $row = $_;
+    ['docs/status.md', "the table's $_",
+     qr/\| \Q$row\E \|[^|]*\| ([\d.]+) \/ ([\d.]+) (Mbit\/s) \(tb (\d+) (KiB|MiB), (\d+) ms\)/,
+     sub { [$_[1], $_[2], rule_rate($_[3] * $UNIT{$_[4]}, $_[5])] }]
+} '`SendBufferSize 16384`', '`SndbufTune 64k`', '`SndbufTune 256k`',
+  '`SndbufTune 16k`', 'autotuned', '`SndbufTune 1m`', '`SndbufTune auto`';
+push @FIGURES, map {
+    my ($set, $tb) = @$_;
+    ['docs/migrating-from-SendBufferSize.md', "SendBufferSize $set",
+     qr/\| $set \| [^|]*\| (\d+) ms \| about ([\d.]+) (Mbit\/s) \|/,
+     sub { [$_[1], $_[2], rule_rate($tb, $_[0])] }]
+} [16384, 32768], [65536, 131072];
+
+for my $f (@FIGURES) {
+    my ($page, $what, $re, $checks) = @$f;
+    my @m = flat($TEXT{$page}) =~ $re;
+    ok(@m, "$page: $what: the statement is there") or do {
+        diag("not found: $re");
+        next;
+    };
+    my @bad = map { "says $_->[0] $_->[1], the rule gives "
+                    . sprintf('%.3g', $_->[2] / $UNIT{$_->[1]}) }
+              grep { !rounds_to(@$_) } $checks->(@m);
+    ok(!@bad, "$page: $what: as the rule gives it") or diag(join "\n", @bad);
+}
+
+# No page turns a buffer into a rate another way: "/ RTT" comes after the
+# two thirds, or divides a window. And every "<rate> at N ms" of a page
+# is one of the statements above (the path rates of a table are not).
+for my $page (grep { !m{^docs/(design|benchmarks)} } @PAGES) {
+    my $text = flat($TEXT{$page});
+    my @other = grep { !/\x{2154}/ } $text
+        =~ /(.{0,40}(?:buffer|tb|\*B\*)\W{0,3}\s*\/\s*(?:RTT|round-trip|`rtt`))/g;
+    ok(!@other, "$page: every buffer / RTT is two thirds of the buffer")
+        or diag(join "\n", @other);
+    my %covered;
+    for my $f (grep { $_->[0] eq $page } @FIGURES) {
+        while ($text =~ /$f->[2]/g) {
+            $covered{$_} = 1 for $-[0] .. $+[0];
+        }
+    }
+    my @loose;
+    while ($text =~ /(\d[\d.]* (?:Mbit|kbit|kB|MB)\/s at (?:the )?\d+ ms)/g) {
+        push @loose, $1 unless $covered{$-[1]};
+    }
+    ok(!@loose, "$page: every rate at an RTT is a checked figure")
+        or diag(join "\n", @loose);
+}
+
+# ------------------------------------------------------------- costs --
+
+# The sizes (KiB) of the shared anonymous mappings of $srv's parent.
+sub shared_maps {
+    no warnings q(portable);
+    my $s = shift;
+    my $pid = $s->pid or return;
+    open my $fh, '<', "/proc/$pid/maps" or return;
+    return map { /^([0-9a-f]+)-([0-9a-f]+) rw-s .*\/dev\/zero/
+                 ? (hex($2) - hex($1)) / 1024 : () } <$fh>;
+}
+
+{
+    my $bare = SndbufTune::Server->new(name => 'facts-bare', sndbuf_tune => 0,
+                                       log_level => 'info',
+                                       modules => \@MODULES);
+    ok($bare->start, 'a server without the module') or diag($bare->error);
+    my %without;
+    $without{$_}++ for shared_maps($bare);
+    $bare->stop;
+    my @ours = sort { $b <=> $a } grep { !($without{$_} && $without{$_}--) }
+        @MAPPED;
+    my ($status, $paths, $all) = flat($TEXT{'README.md'})
+        =~ /(\d+) KiB for the status counters and (\d+) KiB for `auto`'s table of client paths, (\d+) KiB in all/;
+    my $sum = 0;
+    $sum += $_ for @ours;
+    is(join(' ', sort { $b <=> $a } grep { defined } $status, $paths)
+       . " = " . ($all // '?'), "@ours = $sum",
+       'README.md: the shared memory it names is what the module maps');
+    my @head = (split /\n/, $TEXT{'README.md'})[0 .. 39];
+    ok((grep { /^make demo\b/ } @head) && (grep { /^make test\b/ } @head),
+       'README.md names make demo and make test in its first 40 lines');
+}
+
+# ------------------------------------------------------------- lists --
+
+{
+    my $doc = $TEXT{'docs/status.md'};
+    my ($every) = $doc =~ /^## Every key and metric\n(.*)/ms;
+    $every //= '';
+    my ($auto_part, $metric_part) = split /^### The metrics$/m, $every;
+    $metric_part //= '';
+    my %doc_keys = map { $_ => 1 } $auto_part =~ /`(\w+)(?:\[N\])?`/g;
+    # the page's ?auto and mod_status', by key, slot numbers left out
+    my (%live, @undocumented);
+    for my $path ('/sndbuf-status?auto', '/server-status?auto') {
+        for ($PAGE{$path} =~ /^(SndbufTune\w*(?:\[\d+\]\w+)?):/mg) {
+            my ($table, $key) = /^SndbufTune(Vhost|Network)\[\d+\](\w+)$/
+                ? ($1, $2) : /^SndbufTuneTotal(\w+)$/ ? ('Total', $1)
+                : (undef, $_);
+            $live{$key} = 1;
+            push @undocumented, $_ unless $doc_keys{$key};
+        }
+    }
+    my @prefixes = grep { /^SndbufTune(Vhost|Network|Total)$/ } keys %doc_keys;
+    my @gone = grep { !$live{$_} && !/^SndbufTune(Vhost|Network|Total|Kernel)$|^[A-Z_]+$/
+                      && /^[A-Z]/ } sort keys %doc_keys;
+    ok(keys %live > 40 && @prefixes == 3 && !@undocumented && !@gone,
+       'docs/status.md lists every ?auto key a server prints, and no other')
+        or diag(join "\n", (map { "not listed: $_" } @undocumented),
+                map { "listed, not printed: $_" } @gone);
+    my %doc_metrics = map { $_ => 1 } $metric_part =~ /`(sndbuf_tune_\w+)`/g;
+    my %live_metrics = map { s/_(bucket|sum|count)$//r => 1 }
+        $PAGE{'/metrics'} =~ /^(sndbuf_tune_\w+)/mg;
+    my @missing = grep { !$doc_metrics{$_} } sort keys %live_metrics;
+    my @extra = grep { !$live_metrics{$_} } sort keys %doc_metrics;
+    ok(keys %live_metrics > 20 && !@missing && !@extra,
+       'docs/status.md lists every metric a server prints, and no other')
+        or diag(join "\n", (map { "not listed: $_" } @missing),
+                map { "listed, not printed: $_" } @extra);
+    my ($labels) = $PAGE{'/metrics'} =~ /^sndbuf_tune_network_requests_total\{([^}]*)\}/m;
+    is(join(',', map { /^(\w+)=/ } split /,(?=\w+=)/, $labels // ''),
+       'network,vhost,policy', 'a rule\'s series: network and vhost labels, '
+       . 'no file or line');
+    my @rules = $doc =~ /^```yaml\n(groups:.*?)^```/msg;
+    my ($promtool) = grep { -x } map { "$_/promtool" } split /:/, $ENV{PATH};
+  SKIP: {
+        skip 'no promtool (apt-get install prometheus)', 1
+            unless $promtool || $ENV{CI};
+        my $file = File::Temp->new(SUFFIX => '.yml');
+        print $file @rules;
+        close $file;
+        my $out = `promtool check rules $file 2>&1`;
+        ok(@rules == 1 && $? == 0 && $out =~ /SUCCESS: 2 rules found/,
+           'docs/status.md: its alert rules pass promtool check rules')
+            or diag($out);
+    }
 }
 
 done_testing();
