@@ -20,11 +20,22 @@
 #      there after 4 MB more are pulled (the size is locked). Control:
 #      a2disconf + graceful, and a fresh download's tb grows past that
 #      value (kernel autotuning), so the first check can fail.
-#   4. Remove: apache2ctl stop, a2disconf, a2dismod sndbuf_tune,
-#      apt-get purge. Every file dpkg -L listed is gone, and every
-#      directory the package created; no sndbuf_tune link in mods-enabled,
-#      no state under /var/lib/apache2.
-#   5. The machine is as it was: /etc/apache2's *-enabled and *-available,
+#      The pages: README.md and docs/*.md under /usr/share/doc, not
+#      compressed; every relative link between them leads to an installed
+#      file; every doc path the module's messages name (its .so) exists.
+#   4. Roll back: README.md's ```apache blocks (its recipes) in a second
+#      snippet: configtest passes with the module, and after a2dismod
+#      without it. A third snippet with a bare `SndbufTune auto`: apt-get
+#      remove fails, says NOT REMOVED and names the snippet's line, and
+#      leaves the package installed, the module enabled and configtest
+#      passing; the same line inside <IfModule sndbuf_tune_module>:
+#      apt-get remove succeeds, the module is disabled and configtest
+#      passes with both snippets still enabled.
+#   5. Remove: apache2ctl stop, a2disconf, apt-get purge. Every file
+#      dpkg -L listed is gone, and every directory the package created;
+#      no sndbuf_tune link in mods-enabled, no state under
+#      /var/lib/apache2.
+#   6. The machine is as it was: /etc/apache2's *-enabled and *-available,
 #      /var/lib/apache2, /usr/lib/apache2/modules, the document root and
 #      this machine's own apache2 service (its pid) compare equal to the
 #      snapshot taken first.
@@ -65,7 +76,10 @@ use Time::HiRes ();
 my $PKG      = 'libapache2-mod-sndbuf-tune';
 my $NS       = 'sbt-pkg-test';
 my $SNIPPET  = 'sndbuf-tune-test';
-my $CONFAV   = "/etc/apache2/conf-available/$SNIPPET.conf";
+my $RECIPES  = 'sndbuf-tune-test-recipes';
+my $BARE     = 'sndbuf-tune-test-bare';
+sub confav { return "/etc/apache2/conf-available/$_[0].conf" }
+my $CONFAV   = confav($SNIPPET);
 my $DOCROOT  = '/var/www/html';
 my $FILE     = 'sbt-pkg-test.bin';
 my $FILESIZE = 16 << 20;
@@ -227,7 +241,7 @@ cannot_run("missing: @missing (apt-get install debhelper dpkg-dev "
 }
 cannot_run("$PKG is installed on this machine (or its conffiles are): the "
            . "test would replace and purge it") if pkg_known();
-for my $f ("$DOCROOT/$FILE", $CONFAV) {
+for my $f ("$DOCROOT/$FILE", map { confav($_) } $SNIPPET, $RECIPES, $BARE) {
     cannot_run("$f exists (left by a killed run? remove it)") if -e $f;
 }
 
@@ -277,7 +291,8 @@ sub cleanup {
         kill 'KILL', $_ for $pids =~ /(\d+)/g;
         run('ip', 'netns', 'delete', $NS);
     }
-    snippet_remove() if $made{snippet};
+    snippet_remove($_) for grep { $made{"snippet $_"} }
+        $SNIPPET, $RECIPES, $BARE;
     unlink "$DOCROOT/$FILE" if $made{file};
     rmdir $DOCROOT if $made{docroot};
     if ($made{package} && pkg_known()) {
@@ -289,14 +304,25 @@ sub cleanup {
     state_dirs_restore();
 }
 
-# The snippet: disabled, deleted, and its state marker under
+# A snippet $name with $text, enabled (a2enconf).
+sub snippet_add {
+    my ($name, $text) = @_;
+    $made{"snippet $name"} = 1;
+    open my $fh, '>', confav($name) or die confav($name) . ": $!";
+    print $fh $text;
+    close $fh or die confav($name) . ": $!";
+    return run_ok("a2enconf $name", 'a2enconf', $name);
+}
+
+# A snippet: disabled, deleted, and its state marker under
 # /var/lib/apache2 (a2disconf leaves one) purged.
 sub snippet_remove {
-    run('a2disconf', '-q', $SNIPPET)
-        if -l "/etc/apache2/conf-enabled/$SNIPPET.conf";
-    unlink $CONFAV;
-    run('a2disconf', '-q', '-p', $SNIPPET);
-    delete $made{snippet};
+    my $name = shift;
+    run('a2disconf', '-q', $name)
+        if -l "/etc/apache2/conf-enabled/$name.conf";
+    unlink confav($name);
+    run('a2disconf', '-q', '-p', $name);
+    delete $made{"snippet $name"};
 }
 
 # a2enmod & co. create their state directories under /var/lib/apache2 on
@@ -433,6 +459,71 @@ ok(!grep({ /^\Q$NS\E\b/ } split /\n/, (run('ip', 'netns', 'list'))[1]),
 diag(sprintf 'package test: %.1f s', Time::HiRes::time() - $T0);
 done_testing();
 
+# The installed pages: every relative link leads to an installed file,
+# and every doc path the module's messages name exists.
+sub docs_ok {
+    my @pages = @_;
+    my @bad;
+    for my $page (@pages) {
+        my $text = slurp($page) // '';
+        $text =~ s/^\s*```.*?^\s*```//msg;
+        (my $dir = $page) =~ s{[^/]*$}{};
+        while ($text =~ /\]\(([^)\s#]*)(?:#[^)\s]*)?\)/g) {
+            my $link = $1;
+            next if $link eq '' || $link =~ m{^[a-z]+:};
+            my $target = $dir . $link;
+            1 while $target =~ s{[^/]+/\.\./}{};
+            push @bad, "$page: $link" unless -e $target;
+        }
+    }
+    ok(@pages >= 6 && !@bad, 'the installed pages: every relative link leads '
+       . 'to an installed file (' . scalar(@pages) . ' pages)')
+        or diag(join "\n", @bad);
+    my $so = slurp('/usr/lib/apache2/modules/mod_sndbuf_tune.so') // '';
+    my %named = map { $_ => 1 } $so =~ m{(/usr/share/doc/[\w./-]+?\.md)}g;
+    my @missing = grep { !-f } sort keys %named;
+    ok(%named >= 3 && !@missing, 'every doc path the module\'s messages '
+       . 'name is installed: ' . join(' ', sort keys %named))
+        or diag("missing: @missing");
+}
+
+# README.md's recipes keep the configuration valid without the module,
+# and removing the package refuses a configuration that would not be.
+sub rollback_ok {
+    my $readme = slurp("$TOP/README.md") // '';
+    my @blocks = $readme =~ /^\s*```apache\n(.*?)^\s*```/msg;
+    ok(@blocks >= 5, scalar(@blocks) . ' recipes in README.md') or return;
+    snippet_add($RECIPES, join "\n", @blocks) or return;
+    run_ok('configtest with the recipes', 'apache2ctl', 'configtest')
+        or return;
+    run_ok('a2dismod sndbuf_tune, the recipes in place', 'a2dismod', '-q',
+           'sndbuf_tune') or return;
+    run_ok('configtest without the module, the recipes in place',
+           'apache2ctl', 'configtest');
+    run_ok('a2enmod sndbuf_tune again', 'a2enmod', '-q', 'sndbuf_tune')
+        or return;
+
+    snippet_add($BARE, "SndbufTune auto\n") or return;
+    run_ok('configtest with a bare SndbufTune line and the module',
+           'apache2ctl', 'configtest') or return;
+    my ($removed, $out) = run({env => $APT_ENV}, @APT, 'remove', $PKG);
+    my $line = confav($BARE) . ':1:';
+    ok(!$removed && $out =~ /NOT REMOVED/ && index($out, $line) >= 0,
+       "apt-get remove stops, naming $line") or diag($out);
+    ok(pkg_installed() && -l '/etc/apache2/mods-enabled/sndbuf_tune.load',
+       'the package is installed still, the module enabled');
+    run_ok('configtest passes as before', 'apache2ctl', 'configtest');
+
+    snippet_add($BARE, "<IfModule sndbuf_tune_module>\n    SndbufTune auto\n"
+                . "</IfModule>\n") or return;
+    run_ok("apt-get remove $PKG, the line in <IfModule>", {env => $APT_ENV},
+           @APT, 'remove', $PKG) or return;
+    ok(!-e '/etc/apache2/mods-enabled/sndbuf_tune.load',
+       'the prerm disabled the module');
+    return run_ok('configtest passes without the module, both snippets '
+                  . 'enabled', 'apache2ctl', 'configtest');
+}
+
 sub main {
     # --- 1. build ------------------------------------------------------------
     my $src = "$W/src";
@@ -497,9 +588,11 @@ sub main {
                   "/usr/share/doc/$PKG/changelog.gz") {
         ok($listed{$want} && -f $want, "dpkg -L: $want");
     }
-    ok((grep { m{^/usr/share/doc/\Q$PKG\E/README\.md(\.gz)?$} } @paths)
-       && (grep { m{^/usr/share/doc/\Q$PKG\E/docs/directives\.md(\.gz)?$} }
-           @paths), 'dpkg -L: README.md and docs/ under /usr/share/doc');
+    ok((grep { m{^/usr/share/doc/\Q$PKG\E/README\.md$} } @paths)
+       && (grep { m{^/usr/share/doc/\Q$PKG\E/docs/directives\.md$} } @paths)
+       && !(grep { /\.md\.gz$/ } @paths),
+       'dpkg -L: README.md and docs/*.md under /usr/share/doc, not compressed');
+    docs_ok(grep { m{^/usr/share/doc/\Q$PKG\E/.*\.md$} } @paths);
     is((slurp('/etc/apache2/mods-available/sndbuf_tune.load') // '')
        =~ s/^#.*\n//mgr,
        "LoadModule sndbuf_tune_module "
@@ -517,11 +610,7 @@ sub main {
          'apache2ctl -M lists sndbuf_tune_module');
 
     # --- 3. serve ------------------------------------------------------------
-    $made{snippet} = 1;
-    open my $fh, '>', $CONFAV or die "$CONFAV: $!";
-    print $fh "SndbufTune 64k\n";
-    close $fh;
-    run_ok("a2enconf $SNIPPET", 'a2enconf', $SNIPPET) or return;
+    snippet_add($SNIPPET, "SndbufTune 64k\n") or return;
     my (undef, $ct) = run_ok('apache2ctl configtest', 'apache2ctl',
                              'configtest');
     like($ct, qr/Syntax OK/, 'configtest: Syntax OK');
@@ -628,13 +717,14 @@ sub main {
     }
     client_quit($c);
 
-    # --- 4. remove -----------------------------------------------------------
+    # --- 4. roll back --------------------------------------------------------
     ok(server_stop(), 'apache2ctl stop: the server has gone');
     delete $made{server};
-    snippet_remove();
-    run_ok('a2dismod sndbuf_tune', 'a2dismod', 'sndbuf_tune') or return;
-    ok(!globbed('/etc/apache2/mods-enabled/sndbuf_tune.*'),
-       'mods-enabled has no sndbuf_tune.* after a2dismod');
+    snippet_remove($SNIPPET);
+    rollback_ok() or return;
+
+    # --- 5. remove -----------------------------------------------------------
+    snippet_remove($_) for $RECIPES, $BARE;
     run_ok("apt-get purge $PKG", {env => $APT_ENV}, @APT, 'purge', $PKG)
         or return;
     ok(!pkg_known(), "dpkg: $PKG purged");
