@@ -116,21 +116,24 @@ static int sbt_requested(const sbt_req_t *rq, const sbt_sock_t *sock)
     return sbt_sock_locked_at(sock);
 }
 
-/** The decision's notes; REQUESTED and EFFECTIVE as the socket stands. */
-static void sbt_note_decision(request_rec *r, const sbt_req_t *rq,
-                              const sbt_sock_t *sock)
+/** The decision's notes: @a policy, the line that said it (@a said,
+ *  or NULL where none did) and REQUESTED (0: none) and EFFECTIVE (-1:
+ *  unknown) as the socket stands. */
+static void sbt_note_decision(request_rec *r, sbt_policy_e policy,
+                              const sbt_setting_t *said, int requested,
+                              int effective)
 {
-    int locked = sbt_requested(rq, sock);
-    const char *policy = sbt_policy_names[rq->d.tune.policy];
     apr_table_t *env = r->subprocess_env;
 
-    apr_table_addn(env, SBT_NOTE_POLICY, policy);
-    apr_table_addn(env, SBT_NOTE_RULE, rq->d.tune.rule_env);
-    apr_table_addn(env, SBT_NOTE_REQUESTED, sbt_num(r, locked ? locked : -1));
-    apr_table_addn(env, SBT_NOTE_EFFECTIVE,
-                   sbt_num(r, sbt_sock_effective(sock)));
-    apr_table_addn(r->notes, SBT_NOTE_POLICY, policy);
-    apr_table_addn(r->notes, SBT_NOTE_RULE, rq->d.tune.rule);
+    apr_table_addn(env, SBT_NOTE_POLICY, sbt_policy_names[policy]);
+    apr_table_addn(env, SBT_NOTE_REQUESTED,
+                   sbt_num(r, requested ? requested : -1));
+    apr_table_addn(env, SBT_NOTE_EFFECTIVE, sbt_num(r, effective));
+    apr_table_addn(r->notes, SBT_NOTE_POLICY, sbt_policy_names[policy]);
+    if (said && said->rule) {
+        apr_table_addn(env, SBT_NOTE_RULE, said->rule_env);
+        apr_table_addn(r->notes, SBT_NOTE_RULE, said->rule);
+    }
 }
 
 static int sbt_has_response_filter(request_rec *r)
@@ -162,20 +165,6 @@ static int sbt_redirected_from(request_rec *r, sbt_decision_t *d)
     return 0;
 }
 
-/** No policy: the socket is left as it is (the notes say so, and name
- *  the line that said none, if @a said is one). */
-static void sbt_note_none(request_rec *r, const sbt_setting_t *said)
-{
-    apr_table_addn(r->subprocess_env, SBT_NOTE_POLICY, "none");
-    apr_table_addn(r->subprocess_env, SBT_NOTE_REQUESTED, "-");
-    apr_table_addn(r->subprocess_env, SBT_NOTE_EFFECTIVE, "-");
-    apr_table_addn(r->notes, SBT_NOTE_POLICY, "none");
-    if (said && said->rule) {
-        apr_table_addn(r->subprocess_env, SBT_NOTE_RULE, said->rule_env);
-        apr_table_addn(r->notes, SBT_NOTE_RULE, said->rule);
-    }
-}
-
 static void sbt_insert_filter(request_rec *r)
 {
     conn_rec *c = r->connection;
@@ -194,7 +183,7 @@ static void sbt_insert_filter(request_rec *r)
         inherited = sbt_redirected_from(r, &d);
     }
     if ((conn = sbt_conn_enter(c)) == NULL) {
-        sbt_note_none(r, NULL);
+        sbt_note_decision(r, SBT_POLICY_NONE, NULL, 0, -1);
         return;
     }
     rq = apr_pcalloc(r->pool, sizeof(*rq));
@@ -203,7 +192,7 @@ static void sbt_insert_filter(request_rec *r)
     rq->shared = c->master != NULL;
     ap_set_module_config(r->request_config, &sndbuf_tune_module, rq);
     if (d.tune.policy == SBT_POLICY_NONE) {
-        sbt_note_none(r, &d.tune);
+        sbt_note_decision(r, SBT_POLICY_NONE, &d.tune, 0, -1);
     }
     else {
         /* This response takes the socket over from any before it (HTTP/1:
@@ -212,7 +201,9 @@ static void sbt_insert_filter(request_rec *r)
             sbt_conn_follow(conn, NULL, NULL);
         }
         done = sbt_apply(r, rq, conn);
-        sbt_note_decision(r, rq, &conn->sock);
+        sbt_note_decision(r, d.tune.policy, &d.tune,
+                          sbt_requested(rq, &conn->sock),
+                          sbt_sock_effective(&conn->sock));
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r,
                       "SndbufTune %s for %s%s by %s%s: %s; effective %d",
                       sbt_policy_names[d.tune.policy],

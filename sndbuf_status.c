@@ -12,12 +12,10 @@
  *
  * Slots.  Two tables, vhosts and SndbufTuneNetwork rules, of
  * SBT_STATUS_SLOTS named slots and an "(other)" for the rest, keyed by
- * name ("ServerName:port", "<network> in <its vhost's name>": no file or
- * line, so that editing the configuration renames no slot).  post_config
- * finds each vhost's and rule's slot by name, so a graceful restart keeps
+ * name ("ServerName:port", "<network> in <its vhost>": no file or line).
+ * post_config finds each one's slot by name, so a graceful restart keeps
  * the counts of all still configured, in any order, and leaves it in the
- * vhost's or rule's own "counters" (this file's field, set before the
- * children fork): a request's count costs no lookup.
+ * vhost's or rule's "counters" (this file's field): no lookup per request.
  *
  * Concurrency.  Only the parent writes names, between generations;
  * children only add, atomically, and readers read each counter

@@ -197,18 +197,6 @@ static const char *sbt_triage_text(apr_pool_t *p, const sbt_view_t *v,
     return apr_pstrdup(p, words);
 }
 
-/** The word of @a t's most frequent verdict: "-" before any, "unknown"
- *  where the kernel cannot tell. */
-static const char *sbt_triage_word(const sbt_triage_sum_t *t)
-{
-    int top = sbt_triage_top(t);
-
-    if (!sbt_kernel.has_chrono && t->large) {
-        return sbt_limit_names[SBT_VERDICT_UNKNOWN];
-    }
-    return top < 0 ? "-" : sbt_limit_names[top];
-}
-
 /* ---- ?auto: mod_status's "Key: value" lines ---- */
 
 static void sbt_auto_counters(request_rec *r, const char *prefix,
@@ -259,7 +247,13 @@ static void sbt_auto_triage(request_rec *r, const char *prefix,
     for (i = 0; i < SBT_LIMITS; i++) {
         sbt_auto_kernel_figure(r, prefix, "SendMs", key[i], t->us[i] / 1000);
     }
-    ap_rprintf(r, "%sVerdict: %s\n", prefix, sbt_triage_word(t));
+    /* The most frequent: "-" before any, "unknown" where the kernel
+     * cannot tell. */
+    i = sbt_triage_top(t);
+    ap_rprintf(r, "%sVerdict: %s\n", prefix,
+               !sbt_kernel.has_chrono && t->large
+               ? sbt_limit_names[SBT_VERDICT_UNKNOWN]
+               : i < 0 ? "-" : sbt_limit_names[i]);
 }
 
 /** Each slot in use of @a table, its name and triage; with @a counters
@@ -525,82 +519,56 @@ static const char **sbt_prom_labels(apr_pool_t *p,
     return label;
 }
 
-/** The triage metrics of @a views (labels @a label), sndbuf_tune_<what>_...
- *  The kernel's figures are left out where it has no chronographs
- *  (unknown, not 0). */
-static void sbt_prom_triage(request_rec *r, const char *what,
-                            const apr_array_header_t *views,
-                            const char **label)
+/** Counter sndbuf_tune_<what>_<name> of @a views: @a n series a view
+ *  (labelled @a by, @a names, where n > 1) from the counters' 64-bit
+ *  words at @a off; with @a us, microseconds shown as seconds. */
+static void sbt_prom_counter(request_rec *r, const char *what,
+                             const char *name, const char *help,
+                             const apr_array_header_t *views,
+                             const char **label, size_t off, int n,
+                             const char *by, const char *const *names, int us)
 {
     const sbt_view_t *v = (const sbt_view_t *)views->elts;
-    const char *m;
-    int i, j;
+    const char *m = apr_pstrcat(r->pool, what, "_", name, NULL);
+    int i, k;
 
-    m = apr_pstrcat(r->pool, what, "_large_responses_total", NULL);
-    sbt_prom_head(r, m, "counter", "Responses larger than the send buffer "
-                  "in force, measured from TCP_INFO at their start and end.");
+    sbt_prom_head(r, m, "counter", help);
     for (i = 0; i < views->nelts; i++) {
-        ap_rprintf(r, "sndbuf_tune_%s{%s} %" APR_UINT64_T_FMT "\n", m,
-                   label[i], v[i].c.triage.large);
-    }
-    if (!sbt_kernel.has_chrono) {
-        return;
-    }
-    m = apr_pstrcat(r->pool, what, "_send_seconds_total", NULL);
-    sbt_prom_head(r, m, "counter", "The kernel's time sending the large "
-                  "responses, by what limited it: the send buffer, the "
-                  "client's window, the network (the rest of the time with "
-                  "data to send), the server (the time with none).");
-    for (i = 0; i < views->nelts; i++) {
-        for (j = 0; j < SBT_LIMITS; j++) {
-            ap_rprintf(r, "sndbuf_tune_%s{%s,limit=\"%s\"} %"
-                       APR_UINT64_T_FMT ".%06" APR_UINT64_T_FMT "\n", m,
-                       label[i], sbt_limit_names[j],
-                       v[i].c.triage.us[j] / 1000000,
-                       v[i].c.triage.us[j] % 1000000);
-        }
-    }
-    m = apr_pstrcat(r->pool, what, "_responses_limited_total", NULL);
-    sbt_prom_head(r, m, "counter", "Large responses by the verdict on what "
-                  "limited them (too short to tell: none).");
-    for (i = 0; i < views->nelts; i++) {
-        for (j = 0; j < SBT_LIMITS; j++) {
-            ap_rprintf(r, "sndbuf_tune_%s{%s,by=\"%s\"} %" APR_UINT64_T_FMT
-                       "\n", m, label[i], sbt_limit_names[j],
-                       v[i].c.triage.by[j]);
+        const apr_uint64_t *w = (const apr_uint64_t *)&v[i].c
+                                + off / sizeof(apr_uint64_t);
+
+        for (k = 0; k < n; k++) {
+            ap_rprintf(r, "sndbuf_tune_%s{%s%s} %" APR_UINT64_T_FMT, m,
+                       label[i], n > 1 ? apr_psprintf(r->pool, ",%s=\"%s\"",
+                                                      by, names[k]) : "",
+                       us ? w[k] / 1000000 : w[k]);
+            ap_rprintf(r, us ? ".%06" APR_UINT64_T_FMT "\n" : "\n",
+                       w[k] % 1000000);
         }
     }
 }
 
 /** One table's metrics, sndbuf_tune_<what>_..., @a what "vhost" or
  *  "network" (the rules).  The format wants each metric's lines
- *  together: one loop a metric. */
+ *  together: one loop a metric.  The kernel's figures are left out where
+ *  it has no chronographs (unknown, not 0). */
 static void sbt_prom_table(request_rec *r, const char *what,
                            sbt_slot_t *table)
 {
+    static const char *const policies[] = {"none", "unset", "fixed", "auto"};
     apr_array_header_t *views = sbt_read_table(r->pool, table);
     const sbt_view_t *v = (const sbt_view_t *)views->elts;
     const char **label = sbt_prom_labels(r->pool, views, *what == 'n');
     const char *m;
     int i, j;
 
-    m = apr_pstrcat(r->pool, what, "_requests_total", NULL);
-    sbt_prom_head(r, m, "counter", "Requests, by the policy that applied "
-                  "(none: the module left the socket alone).");
-    for (i = 0; i < views->nelts; i++) {
-        for (j = SBT_F_NONE; j <= SBT_F_AUTO; j++) {
-            ap_rprintf(r, "sndbuf_tune_%s{%s,policy=\"%s\"} %"
-                       APR_UINT64_T_FMT "\n", m, label[i], sbt_fields[j].title,
-                       v[i].c.v[j]);
-        }
-    }
+    sbt_prom_counter(r, what, "requests_total", "Requests, by the policy "
+                     "that applied (none: the module left the socket "
+                     "alone).", views, label, 0, 4, "policy", policies, 0);
     for (j = SBT_F_BYTES; j < SBT_F_COUNT; j++) {
-        m = apr_pstrcat(r->pool, what, "_", sbt_fields[j].metric, NULL);
-        sbt_prom_head(r, m, "counter", sbt_fields[j].help);
-        for (i = 0; i < views->nelts; i++) {
-            ap_rprintf(r, "sndbuf_tune_%s{%s} %" APR_UINT64_T_FMT "\n", m,
-                       label[i], v[i].c.v[j]);
-        }
+        sbt_prom_counter(r, what, sbt_fields[j].metric, sbt_fields[j].help,
+                         views, label, j * sizeof(apr_uint64_t), 1, NULL,
+                         NULL, 0);
     }
     m = apr_pstrcat(r->pool, what, "_effective_sndbuf_bytes", NULL);
     sbt_prom_head(r, m, "histogram", "The send buffer at the end of each "
@@ -620,14 +588,30 @@ static void sbt_prom_table(request_rec *r, const char *what,
                    "sndbuf_tune_%s_count{%s} %" APR_UINT64_T_FMT "\n",
                    m, label[i], v[i].c.hist_sum, m, label[i], count);
     }
-    m = apr_pstrcat(r->pool, what, "_effective_sndbuf_unknown_total", NULL);
-    sbt_prom_head(r, m, "counter", "Responses the histogram leaves out: no "
-                  "policy applied, or no socket to ask.");
-    for (i = 0; i < views->nelts; i++) {
-        ap_rprintf(r, "sndbuf_tune_%s{%s} %" APR_UINT64_T_FMT "\n", m,
-                   label[i], v[i].c.hist[SBT_HIST_UNKNOWN]);
+    sbt_prom_counter(r, what, "effective_sndbuf_unknown_total", "Responses "
+                     "the histogram leaves out: no policy applied, or no "
+                     "socket to ask.", views, label,
+                     APR_OFFSETOF(sbt_counters_t, hist[SBT_HIST_UNKNOWN]), 1,
+                     NULL, NULL, 0);
+    sbt_prom_counter(r, what, "large_responses_total", "Responses larger "
+                     "than the send buffer in force, measured from TCP_INFO "
+                     "at their start and end.", views, label,
+                     APR_OFFSETOF(sbt_counters_t, triage.large), 1, NULL,
+                     NULL, 0);
+    if (sbt_kernel.has_chrono) {
+        sbt_prom_counter(r, what, "send_seconds_total", "The kernel's time "
+                         "sending the large responses, by what limited it: "
+                         "the send buffer, the client's window, the network "
+                         "(the rest of the time with data to send), the "
+                         "server (the time with none).", views, label,
+                         APR_OFFSETOF(sbt_counters_t, triage.us), SBT_LIMITS,
+                         "limit", sbt_limit_names, 1);
+        sbt_prom_counter(r, what, "responses_limited_total", "Large "
+                         "responses by the verdict on what limited them (too "
+                         "short to tell: none).", views, label,
+                         APR_OFFSETOF(sbt_counters_t, triage.by), SBT_LIMITS,
+                         "by", sbt_limit_names, 0);
     }
-    sbt_prom_triage(r, what, views, label);
 }
 
 static void sbt_page_metrics(request_rec *r)

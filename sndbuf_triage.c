@@ -3,16 +3,9 @@
 /*
  * sndbuf_triage.c: the verdict on a response (what limited it) and the
  * words for a vhost's verdicts; pure, as sndbuf_law.c.  docs/status.md,
- * "What limited the downloads", explains the rule and the measurements
- * behind its constants.
- *
- * The kernel's chronographs alone do not name the limit by majority: it
- * counts the sender as send-buffer- or window-limited only while it is
- * blocked, and the refill between two blocks as plain busy time (a 64 KiB
- * client window over 250 ms: 33% of busy; a 16 KiB send buffer over 60 ms,
- * where bbr's pacing keeps a queue: 0%).  So a limit is judged by the rate
- * it allows (its size / RTT) against the rate the response got, the
- * chronograph saying that the sender did meet it.
+ * "What limited the downloads", explains the rule (a limit judged by the
+ * rate it allows, as the kernel's chronographs alone cannot name it) and
+ * the measurements behind its constants.
  */
 
 #include <stdio.h>
@@ -34,11 +27,8 @@ const char *const sbt_limit_names[SBT_VERDICT_SHORT + 1] = {
 
 /* The buffer or the window: the response got this share (%) of the rate
  * it allows while busy, or NEAR of it while the sender was blocked by it
- * for BLOCKED of its busy time (measured: 50-150% of the rate, and 33-68%
- * blocked or not at all, where one held the download; under 45% of the
- * rate, or under 10% blocked, where it did not).
- * Where the rate is unknown (a window before Linux 5.4), blocked for
- * ALONE of the busy time. */
+ * for BLOCKED of its busy time; where the rate is unknown (a window
+ * before Linux 5.4), blocked for ALONE of the busy time. */
 #define SBT_TRIAGE_AT           90
 #define SBT_TRIAGE_NEAR         40
 #define SBT_TRIAGE_BLOCKED      10

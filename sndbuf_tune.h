@@ -22,8 +22,7 @@
 
 extern module AP_MODULE_DECLARE_DATA sndbuf_tune_module;
 
-/* The administrator's pages, where the Debian package installs them: the
- * messages that send a reader to one name it here. */
+/* Where the Debian package installs the pages the messages name. */
 #define SBT_DOCS "/usr/share/doc/libapache2-mod-sndbuf-tune/docs/"
 
 /** What one SndbufTune or SndbufTuneNetwork line asks for. */

@@ -60,8 +60,7 @@ static const struct {
     {"30 Mbit/s 250 ms, SndbufTune 256k: 9.7 of 11 Mbit/s, blocked 55%",
      9952936, 9952000, 5456000, 0, 12119760, 256436, 768, 1935360, 524288,
      SBT_LIMIT_SNDBUF},
-    {"30 Mbit/s 250 ms, SndbufTune 1m: 65% of its rate, never blocked, "
-     "slow start",
+    {"30 Mbit/s 250 ms, SndbufTune 1m: 65% of its rate, never blocked",
      4624637, 4624000, 0, 0, 10958464, 382154, 1828, 5642240, 2097152,
      SBT_LIMIT_NETWORK},
     {"30 Mbit/s 250 ms, SO_RCVBUF 64 KiB: 91% of the window's rate, "

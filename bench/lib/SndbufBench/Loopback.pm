@@ -1,7 +1,8 @@
 package SndbufBench::Loopback;
-# bench/run's part `loopback`: small-file req/s, auto vs no module (wrk),
-# the system calls per request (strace -c) and the instructions per
-# request (callgrind).
+# bench/run's part `loopback`: req/s of a small file and a large one,
+# nothing configured and auto each against no module (wrk), the system
+# calls per request (strace -c) and the instructions per request
+# (callgrind).
 use strict;
 use warnings;
 use utf8;
@@ -11,13 +12,18 @@ use POSIX ();
 use Time::HiRes ();
 use SndbufBench::Common qw(:all);
 
-# 36 rounds: one run's ratio swings by up to 10% either way, from one 3 s
-# run to the next as much as between servers, and 18 rounds left the
-# median's 95% interval 0.08 wide (0.926-1.007 on 12-05), four times the
-# 2% the target allows; twice the rounds narrow it by about 1/sqrt(2).
-our %LOOPBACK = (reps => [36, 3], secs => [3, 2],
+# One run's ratio swings by up to 10% either way, from one 3 s run to the
+# next as much as between servers; 18 rounds of one size left the
+# median's 95% interval 0.08 wide (0.926-1.007 on 12-05), 36 narrowed it
+# by about 1/sqrt(2). Four servers and two sizes a round: 18 rounds take
+# as long as 36 did of three servers and one size.
+our %LOOPBACK = (reps => [18, 3], secs => [3, 2],
                 strace_requests => 10000, callgrind_requests => [1000, 6000],
-                strace_large => 20);
+                callgrind_large => [100, 600], strace_large => 20,
+                large => 1 << 20);
+# The files each round asks for: a small page, and a response larger
+# than any socket buffer on loopback, which the module measures.
+our %LOOPBACK_FILES = (small => '/small.html', large => '/large.bin');
 
 # Each round starts its own servers: two servers of one configuration
 # differ by up to 3% in req/s for as long as they run (the mean of six
@@ -27,43 +33,73 @@ our %LOOPBACK = (reps => [36, 3], secs => [3, 2],
 my %LOOPBACK_SERVERS = (
     auto => sub { loopback_server("lo-auto-$_[0]", module => $SO,
                                   body => "SndbufTune auto\n", @_[1 .. $#_]) },
+    none => sub { loopback_server("lo-none-$_[0]", module => $SO, @_[1 .. $#_]) },
     nomod => sub { loopback_server("lo-nomod-$_[0]", module => 0, @_[1 .. $#_]) },
     control => sub { loopback_server("lo-control-$_[0]", module => 0,
                                      @_[1 .. $#_]) },
 );
 
+# A loopback server of $key with the large file too.
+sub loopback_pair_server {
+    my ($key, @args) = @_;
+    my $srv = $LOOPBACK_SERVERS{$key}->(@args);
+    $srv->add_file($LOOPBACK_FILES{large}, 'x' x $LOOPBACK{large});
+    return $srv;
+}
+
+# One round of fresh servers: after a 1 s warm-up each, one wrk run of
+# SECS per server and file, the servers in ORDER, each file in turn.
+# { file => { key => req/s } }.
+sub pair_round {
+    my ($srv, $order, $secs, $conns, $round) = @_;
+    wrk_run($srv->{$_}->url($LOOPBACK_FILES{small}), 1, $conns) for @$order;
+    my %rps;
+    for my $k (@$order) {
+        for my $f (sort keys %LOOPBACK_FILES) {
+            my $r = wrk_run($srv->{$k}->url($LOOPBACK_FILES{$f}), $secs, $conns);
+            $rps{$f}{$k} = $r->{rps} + 0;
+            say_(sprintf '  round %d %-8s %-5s %9.0f req/s%s', $round, $k, $f,
+                 $r->{rps}, $r->{non2xx} ? " ($r->{non2xx} non-2xx!)" : '');
+        }
+    }
+    return \%rps;
+}
+
 sub run {
     my ($runs, $secs) = (pick($LOOPBACK{reps}), pick($LOOPBACK{secs}));
-    my @keys = qw(auto nomod control);
+    my @keys = qw(auto none nomod control);
     my $conns = $WRK_CONNS;
-    say_("loopback: small-file requests/s with wrk (1 thread, $conns "
-         . "connections, ${secs}s x $runs rounds of fresh servers, "
-         . "in turns that rotate the order)");
+    say_("loopback: requests/s of a small and a large file with wrk (1 "
+         . "thread, $conns connections, ${secs}s x $runs rounds of fresh "
+         . "servers, in turns that rotate the order)");
     my %L;
-    # Each server takes each place in the order equally often (the six
-    # orders in turn, round_order): with `nomod` always in the middle, the
-    # control, a copy of it, came out at 0.985 of it over 15 rounds.
+    # Each server takes each place in the order equally often (round_order):
+    # with `nomod` always in the middle, the control, a copy of it, came
+    # out at 0.985 of it over 15 rounds.
     for my $i (1 .. $runs) {
         my @order = round_order(\@keys, $i - 1);
-        my %srv = map { $_ => $LOOPBACK_SERVERS{$_}->($i) } @order;
-        my $round = wrk_round(\%srv, \@order, $secs, $conns, $i);
-        push @{ $L{runs}{$_} }, $round->{$_} for @keys;
+        my %srv = map { $_ => loopback_pair_server($_, $i) } @order;
+        my $round = pair_round(\%srv, \@order, $secs, $conns, $i);
+        for my $f (keys %LOOPBACK_FILES) {
+            push @{ $L{files}{$f}{runs}{$_} }, $round->{$f}{$_} for @keys;
+        }
         $_->stop for values %srv;
     }
-    $L{median}{$_} = median(@{ $L{runs}{$_} }) for @keys;
-    $L{ratio} = $L{median}{auto} / $L{median}{nomod};
-    for my $k (qw(auto control)) {
-        $L{pairs}{$k} = [ map { $L{runs}{$k}[$_] / $L{runs}{nomod}[$_] }
-                          0 .. $runs - 1 ];
+    for my $f (sort keys %LOOPBACK_FILES) {
+        my $F = $L{files}{$f};
+        $F->{median}{$_} = median(@{ $F->{runs}{$_} }) for @keys;
+        for my $k (qw(auto none control)) {
+            $F->{pairs}{$k} = [ map { $F->{runs}{$k}[$_] / $F->{runs}{nomod}[$_] }
+                                0 .. $runs - 1 ];
+            $F->{pair_median}{$k} = median(@{ $F->{pairs}{$k} });
+            $F->{ci}{$k} = median_ci(@{ $F->{pairs}{$k} });
+        }
+        say_(sprintf '  %s: median req/s auto %.0f, none %.0f, no module %.0f; '
+             . 'median of the pair ratios: auto %.3f %s, none %.3f %s, '
+             . 'control %.3f %s', $f, @{ $F->{median} }{qw(auto none nomod)},
+             map { ($F->{pair_median}{$_}, ci_text($F->{ci}{$_})) }
+             qw(auto none control));
     }
-    $L{pair_median} = median(@{ $L{pairs}{auto} });
-    $L{control_median} = median(@{ $L{pairs}{control} });
-    $L{ci}{$_} = median_ci(@{ $L{pairs}{$_} }) for qw(auto control);
-    say_(sprintf '  median: auto %.0f, without the module %.0f req/s: median of '
-         . 'the pair ratios %.3f %s (ratio of the medians %.3f; control %.3f %s)',
-         $L{median}{auto}, $L{median}{nomod}, $L{pair_median},
-         ci_text($L{ci}{auto}), $L{ratio}, $L{control_median},
-         ci_text($L{ci}{control}));
 
     # system calls per request: strace -c -f on the worker process, wrk -c4
     # runs of 2 s until at least strace_requests requests.  The control, a
@@ -98,8 +134,12 @@ sub run {
     }
     $_->stop for values %srv;
     $L{strace_large} = strace_large();
-    my %cg = map { $_ => callgrind_per_request($_) } qw(auto nomod);
-    $L{callgrind} = \%cg if defined $cg{auto} && defined $cg{nomod};
+    my %cg;
+    for my $f (sort keys %LOOPBACK_FILES) {
+        $cg{$f}{$_} = callgrind_per_request($_, $f) for qw(auto none nomod);
+    }
+    $L{callgrind} = \%cg
+        if !grep { !defined } map { values %$_ } values %cg;
     $RES{loopback} = \%L;
 }
 
@@ -159,11 +199,12 @@ sub strace_large {
 # totals over the difference of the counts, so that starting and stopping
 # cancel out. undef (and said why) if it could not be counted.
 sub callgrind_per_request {
-    my ($key) = @_;
-    my @n = @{ $LOOPBACK{callgrind_requests} };
+    my ($key, $file) = @_;
+    my @n = @{ $LOOPBACK{$file eq 'large' ? 'callgrind_large'
+                                          : 'callgrind_requests'} };
     my @ir;
     for my $n (@n) {
-        my $ir = eval { callgrind_total($key, $n) };
+        my $ir = eval { callgrind_total($key, $n, $file) };
         if (!defined $ir) {
             say_("  callgrind $key: not counted: " . ($@ || "no totals\n"));
             return undef;
@@ -171,26 +212,28 @@ sub callgrind_per_request {
         push @ir, $ir;
     }
     my $per = ($ir[1] - $ir[0]) / ($n[1] - $n[0]);
-    say_(sprintf '  callgrind %-5s %.0f instructions per request in user space',
-         $key, $per);
+    say_(sprintf '  callgrind %-5s %-5s %.0f instructions per request in user '
+         . 'space', $key, $file, $per);
     return $per;
 }
 
-# The worker's instruction total for $n requests to a $key server.
+# The worker's instruction total for $n requests of $file to a $key server.
 sub callgrind_total {
-    my ($key, $n) = @_;
+    my ($key, $n, $file) = @_;
     my $dir = File::Temp::tempdir("sbt-bench-cg-XXXXXX", TMPDIR => 1,
                                   CLEANUP => 1);
     chmod 0777, $dir;
     local $ENV{SBT_HTTPD_WRAPPER} = 'valgrind --tool=callgrind '
         . "--trace-children=yes --callgrind-out-file=$dir/cg.%p "
         . "--log-file=$dir/vg.%p";
-    my $srv = $LOOPBACK_SERVERS{$key}->("callgrind-$n", start_timeout => 120);
+    my $srv = loopback_pair_server($key, "callgrind-$file-$n",
+                                   start_timeout => 120);
     # the parent answers on its socket before its worker has forked
     my ($kids) = poll_until(60, sub {
         my @k = $srv->child_pids;
         return @k == 1 ? \@k : 0 }, 0.1);
-    my $out = shell("ab -q -k -n $n -c 2 '" . $srv->url('/small.html') . "'");
+    my $out = shell("ab -q -k -n $n -c 2 '"
+                    . $srv->url($LOOPBACK_FILES{$file}) . "'");
     $srv->stop;
     my ($failed) = $out =~ /Failed requests:\s+(\d+)/;
     die "no single worker process\n" unless $kids;
@@ -227,39 +270,45 @@ sub syscall_rows {
 sub section {
     my $L = $RES{loopback};
     my @t;
-    my $n = @{ $L->{runs}{auto} };
-    push @t, { title => 'loopback: small-file req/s, `SndbufTune auto` vs no module',
-        intro => "A 2 KiB file, `wrk -t1 -c$WRK_CONNS`, in rounds: each "
-            . "round starts three servers (event MPM, one process, 32 threads, "
-            . "no access log): one with `SndbufTune auto`, one without the "
-            . "module loaded, and a control, a second one without the module; "
-            . "after a 1 s warm-up each, one run against each, in an order "
-            . "that gives each server each place equally often over six "
-            . "rounds, then stops them. Fresh servers each round, because two "
-            . "servers of one configuration kept apart by up to 3% for as long "
-            . "as they ran, which pairs from one pair of servers carry into "
-            . "every ratio; the control's ratio shows the spread left. With two "
-            . "or more CPUs, httpd is pinned to CPU 0 and wrk to CPU 1 "
-            . "(`taskset`). The target is the median of the rounds' auto / no "
-            . "module ratios; beside each median, its 95% confidence interval "
-            . "(order statistics of the rounds' ratios).",
-        head => ['round', 'auto req/s', 'no module req/s', 'control req/s',
-                 'auto / no module', 'control / no module'],
-        align => 'rrrrrr',
-        rows => [ (map { [ $_ + 1, sprintf('%.0f', $L->{runs}{auto}[$_]),
-                           sprintf('%.0f', $L->{runs}{nomod}[$_]),
-                           sprintf('%.0f', $L->{runs}{control}[$_]),
-                           sprintf('%.3f', $L->{pairs}{auto}[$_]),
-                           sprintf('%.3f', $L->{pairs}{control}[$_]) ] }
-                   0 .. $n - 1),
-                  [ 'median', sprintf('%.0f', $L->{median}{auto}),
-                    sprintf('%.0f', $L->{median}{nomod}),
-                    sprintf('%.0f', $L->{median}{control}),
-                    sprintf('**%.3f** %s (ratio of the medians: %.3f)',
-                            $L->{pair_median}, ci_text($L->{ci}{auto}),
-                            $L->{ratio}),
-                    sprintf('%.3f %s', $L->{control_median},
-                            ci_text($L->{ci}{control})) ] ] };
+    for my $f (sort { $b cmp $a } keys %LOOPBACK_FILES) {
+        my $F = $L->{files}{$f} or next;
+        my $n = @{ $F->{runs}{auto} };
+        my $r3 = sub { sprintf '%.3f', $_[0] };
+        push @t, { title => "loopback: $f-file req/s, nothing configured and "
+                . '`SndbufTune auto`, each vs no module',
+            intro => ($f eq 'small' ? 'A 2 KiB file' : sprintf('A file of %s',
+                      size_label($LOOPBACK{large}))) . ", `wrk -t1 "
+                . "-c$WRK_CONNS`, in rounds: each round starts four servers "
+                . '(event MPM, one process, 32 threads, no access log, '
+                . '`EnableSendfile On`): one with `SndbufTune auto`, one with '
+                . 'the module loaded and nothing configured (`none`), one '
+                . 'without the module, and a control, a second one without '
+                . 'it; after a 1 s warm-up each, one run against each for each '
+                . 'size, in an order that gives each server each place equally '
+                . 'often, then stops them. Fresh servers each round, because '
+                . 'two servers of one configuration kept apart by up to 3% for '
+                . 'as long as they ran; the control\'s ratio shows the spread '
+                . 'left. With two or more CPUs, httpd is pinned to CPU 0 and '
+                . 'wrk to CPU 1 (`taskset`). The targets are the medians of the '
+                . 'rounds\' ratios to no module; beside each median, its 95% '
+                . 'confidence interval where the rounds allow one.',
+            head => ['round', 'auto req/s', 'none req/s', 'no module req/s',
+                     'control req/s', 'auto / no module', 'none / no module',
+                     'control / no module'],
+            align => 'rrrrrrrr',
+            rows => [ (map { my $i = $_; [ $i + 1,
+                          (map { sprintf '%.0f', $F->{runs}{$_}[$i] }
+                           qw(auto none nomod control)),
+                          map { $r3->($F->{pairs}{$_}[$i]) } qw(auto none control) ] }
+                       0 .. $n - 1),
+                      [ 'median', (map { sprintf '%.0f', $F->{median}{$_} }
+                                   qw(auto none nomod control)),
+                        map { sprintf('%s%s%s %s', $_ eq 'control' ? '' : '**',
+                                      $r3->($F->{pair_median}{$_}),
+                                      $_ eq 'control' ? '' : '**',
+                                      ci_text($F->{ci}{$_})) }
+                        qw(auto none control) ] ] };
+    }
     if (my $st = $L->{strace}) {
         my $d = sub { defined $_[0] ? sprintf('%+.2f', $_[0]) : 'n/a' };
         my (@rows, $ta, $tn, $tc);
@@ -307,23 +356,26 @@ sub section {
                       ['cork', "httpd's own setsockopt(TCP_CORK)", ''] ] };
     }
     if (my $cg = $L->{callgrind}) {
-        my $d = $cg->{auto} - $cg->{nomod};
         push @t, { title => 'loopback: instructions per request in user space',
             intro => 'What the worker process runs in user space per request '
                 . '(callgrind, `ab -k -c2`): the module\'s own cost, which '
                 . 'req/s measures only through the noise of a shared machine. '
-                . 'For each configuration two servers, of '
+                . 'For each configuration and file two servers, of '
                 . join(' and ', @{ $LOOPBACK{callgrind_requests} })
-                . ' requests; the difference of their totals over the '
+                . ' small or ' . join(' and ', @{ $LOOPBACK{callgrind_large} })
+                . ' large requests; the difference of their totals over the '
                 . 'difference of the counts, so that start and stop cancel out. '
-                . 'The kernel\'s part is in the system call table above.',
-            head => ['auto', 'no module', 'added by the module'],
-            align => 'rrr',
-            rows => [ [ sprintf('%.0f', $cg->{auto}), sprintf('%.0f', $cg->{nomod}),
-                        sprintf('**%+.0f** (%+.1f%%)', $d,
-                                100 * $d / $cg->{nomod}) ] ] };
+                . 'The kernel\'s part is in the system call tables.',
+            head => ['file', 'auto', 'none', 'no module', 'added by auto',
+                     'added by none'],
+            align => 'lrrrrr',
+            rows => [ map { my $c = $cg->{$_}; [ $_,
+                (map { sprintf '%.0f', $c->{$_} } qw(auto none nomod)),
+                map { my $d = $c->{$_} - $c->{nomod};
+                      sprintf('**%+.0f** (%+.1f%%)', $d, 100 * $d / $c->{nomod}) }
+                qw(auto none) ] } sort { $b cmp $a } keys %$cg ] };
     }
-    return { title => 'Loopback: small files, `SndbufTune auto` vs no module',
+    return { title => 'Loopback: nothing configured and `SndbufTune auto` vs no module',
              tables => \@t };
 }
 
@@ -340,18 +392,25 @@ sub targets {
             defined $d ? sprintf('auto %.2f, no module %.2f per request', $au, $nm)
                          . (defined $ct ? sprintf('; control %+.2f', $ct - $nm) : '')
                        : '');
-    my $x = $L->{pair_median};
     my $cg = $L->{callgrind};
-    $push->('loopback small files: req/s, auto vs no module (median of paired, '
-            . 'alternating wrk runs)', '>= 0.98x', ratio3($x) . 'x',
-            defined $x ? $x >= 0.98 : undef,
-            join('; ', grep { length }
-                 ci_text($L->{ci}{auto}) =~ s/^\((.*)\)$/median's $1/r,
-                 'control ' . ratio3($L->{control_median}))
-            . ($cg ? sprintf('; auto adds %+.0f instructions per request in '
-                             . 'user space (%+.1f%%)', $cg->{auto} - $cg->{nomod},
-                             100 * ($cg->{auto} - $cg->{nomod}) / $cg->{nomod})
-                   : ''));
+    for my $f (sort { $b cmp $a } keys %LOOPBACK_FILES) {
+        my $F = ($L->{files} || {})->{$f} || {};
+        for my $k (qw(none auto)) {
+            my $x = ($F->{pair_median} || {})->{$k};
+            my $c = $cg ? $cg->{$f} : undef;
+            $push->("loopback $f files: req/s, "
+                    . ($k eq 'none' ? 'nothing configured' : 'auto')
+                    . ' vs no module (median of the rounds\' ratios)',
+                    '>= 0.99x', ratio3($x) . 'x', defined $x ? $x >= 0.99 : undef,
+                    join('; ', grep { length }
+                         ci_text(($F->{ci} || {})->{$k}) =~ s/^\((.*)\)$/median's $1/r,
+                         'control ' . ratio3(($F->{pair_median} || {})->{control}))
+                    . ($c ? sprintf('; %+.0f instructions per request in user '
+                                    . 'space (%+.1f%%)', $c->{$k} - $c->{nomod},
+                                    100 * ($c->{$k} - $c->{nomod}) / $c->{nomod})
+                          : ''));
+        }
+    }
 }
 
 1;
