@@ -646,11 +646,14 @@ static int sbt_has_arg(apr_pool_t *p, const char *args, const char *word)
 
 static int sbt_status_handler(request_rec *r)
 {
-    int metrics = r->handler && !strcmp(r->handler, SBT_METRICS_HANDLER);
     void (*page)(request_rec *r) = sbt_page_html;
     const char *type = "text/html; charset=utf-8";
+    int metrics;
 
-    if (!metrics && (!r->handler || strcmp(r->handler, SBT_STATUS_HANDLER))) {
+    /* Every request comes here: one comparison for most. */
+    if (!r->handler || r->handler[0] != 's'
+        || (!(metrics = !strcmp(r->handler, SBT_METRICS_HANDLER))
+            && strcmp(r->handler, SBT_STATUS_HANDLER))) {
         return DECLINED;
     }
     r->allowed = (AP_METHOD_BIT << M_GET);

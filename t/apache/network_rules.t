@@ -150,7 +150,7 @@ SndbufTuneNetwork 203.0.113.0/24 256k
 </VirtualHost>
 CONF
 $rip->start or BAIL_OUT('standalone server: ' . $rip->error);
-for my $case (['open.test', 'fixed', $k256], ['proxied.test', 'none', '-']) {
+for my $case (['open.test', 'fixed', $k256], ['proxied.test', 'none', '(null)']) {
     my ($host, $policy, $req) = @$case;
     my $c = SndbufTune::StallClient->new(port => $rip->port);
     $c->request('/gen/small.txt', $host, 'X-Forwarded-For: 203.0.113.7');
