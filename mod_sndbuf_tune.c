@@ -117,8 +117,8 @@ static int sbt_requested(const sbt_req_t *rq, const sbt_sock_t *sock)
 }
 
 /** The decision's notes: @a policy, the line that said it (@a said,
- *  or NULL where none did) and, where one applies, REQUESTED (0: none)
- *  and EFFECTIVE (-1: unknown) as the socket stands. */
+ *  or NULL where none did) and, where known, REQUESTED (0: none) and
+ *  EFFECTIVE (-1: unknown) as the socket stands. */
 static void sbt_note_decision(request_rec *r, sbt_policy_e policy,
                               const sbt_setting_t *said, int requested,
                               int effective)
@@ -126,9 +126,10 @@ static void sbt_note_decision(request_rec *r, sbt_policy_e policy,
     apr_table_t *env = r->subprocess_env;
 
     apr_table_addn(env, SBT_NOTE_POLICY, sbt_policy_names[policy]);
-    if (policy != SBT_POLICY_NONE) {
-        apr_table_addn(env, SBT_NOTE_REQUESTED,
-                       sbt_num(r, requested ? requested : -1));
+    if (requested > 0) {
+        apr_table_addn(env, SBT_NOTE_REQUESTED, sbt_num(r, requested));
+    }
+    if (effective >= 0) {
         apr_table_addn(env, SBT_NOTE_EFFECTIVE, sbt_num(r, effective));
     }
     apr_table_addn(r->notes, SBT_NOTE_POLICY, sbt_policy_names[policy]);
