@@ -219,17 +219,8 @@ static void sbt_auto_counters(request_rec *r, const char *prefix,
                v->c.hist_sum);
 }
 
-/** ?auto: "<prefix><what><key>: <v>", or "unknown" where the kernel has
- *  no chronographs (never 0). */
-static void sbt_auto_kernel_figure(request_rec *r, const char *prefix,
-                                   const char *what, const char *key,
-                                   apr_uint64_t v)
-{
-    ap_rprintf(r, "%s%s%s: %s\n", prefix, what, key, sbt_kernel.has_chrono
-               ? apr_psprintf(r->pool, "%" APR_UINT64_T_FMT, v) : "unknown");
-}
-
-/** ?auto: @a v's triage as "<prefix>Key: value" lines. */
+/** ?auto: @a v's triage as "<prefix>Key: value" lines; the kernel's
+ *  figures "unknown" where it has no chronographs (never 0). */
 static void sbt_auto_triage(request_rec *r, const char *prefix,
                             const sbt_view_t *v)
 {
@@ -241,11 +232,12 @@ static void sbt_auto_triage(request_rec *r, const char *prefix,
 
     ap_rprintf(r, "%sLargeResponses: %" APR_UINT64_T_FMT "\n", prefix,
                t->large);
-    for (i = 0; i < SBT_LIMITS; i++) {
-        sbt_auto_kernel_figure(r, prefix, "LimitedBy", key[i], t->by[i]);
-    }
-    for (i = 0; i < SBT_LIMITS; i++) {
-        sbt_auto_kernel_figure(r, prefix, "SendMs", key[i], t->us[i] / 1000);
+    for (i = 0; i < 2 * SBT_LIMITS; i++) {
+        ap_rprintf(r, "%s%s%s: %s\n", prefix, i < SBT_LIMITS ? "LimitedBy"
+                   : "SendMs", key[i % SBT_LIMITS], !sbt_kernel.has_chrono
+                   ? "unknown"
+                   : apr_psprintf(r->pool, "%" APR_UINT64_T_FMT, i < SBT_LIMITS
+                                  ? t->by[i] : t->us[i - SBT_LIMITS] / 1000));
     }
     /* The most frequent: "-" before any, "unknown" where the kernel
      * cannot tell. */
