@@ -6,6 +6,8 @@
  * sndbuf-tune-metrics for Prometheus, and totals on mod_status's page.
  */
 
+#include <stddef.h>              /* offsetof */
+
 #include "httpd.h"
 #include "http_core.h"
 #include "http_log.h"
@@ -583,12 +585,12 @@ static void sbt_prom_table(request_rec *r, const char *what,
     sbt_prom_counter(r, what, "effective_sndbuf_unknown_total", "Responses "
                      "the histogram leaves out: no policy applied, or no "
                      "socket to ask.", views, label,
-                     APR_OFFSETOF(sbt_counters_t, hist[SBT_HIST_UNKNOWN]), 1,
+                     offsetof(sbt_counters_t, hist[SBT_HIST_UNKNOWN]), 1,
                      NULL, NULL, 0);
     sbt_prom_counter(r, what, "large_responses_total", "Responses larger "
                      "than the send buffer in force, measured from TCP_INFO "
                      "at their start and end.", views, label,
-                     APR_OFFSETOF(sbt_counters_t, triage.large), 1, NULL,
+                     offsetof(sbt_counters_t, triage.large), 1, NULL,
                      NULL, 0);
     if (sbt_kernel.has_chrono) {
         sbt_prom_counter(r, what, "send_seconds_total", "The kernel's time "
@@ -596,12 +598,12 @@ static void sbt_prom_table(request_rec *r, const char *what,
                          "the send buffer, the client's window, the network "
                          "(the rest of the time with data to send), the "
                          "server (the time with none).", views, label,
-                         APR_OFFSETOF(sbt_counters_t, triage.us), SBT_LIMITS,
+                         offsetof(sbt_counters_t, triage.us), SBT_LIMITS,
                          "limit", sbt_limit_names, 1);
         sbt_prom_counter(r, what, "responses_limited_total", "Large "
                          "responses by the verdict on what limited them (too "
                          "short to tell: none).", views, label,
-                         APR_OFFSETOF(sbt_counters_t, triage.by), SBT_LIMITS,
+                         offsetof(sbt_counters_t, triage.by), SBT_LIMITS,
                          "by", sbt_limit_names, 0);
     }
 }
