@@ -47,22 +47,42 @@ sub loopback_pair_server {
     return $srv;
 }
 
+# The time $srv's processes ran on a CPU, every thread of each, in ns
+# (/proc/PID/task/*/schedstat): a request's cost, which other load on the
+# machine hardly moves, where it moves req/s as much as the module does.
+sub cpu_ns {
+    my ($srv) = @_;
+    my $ns = 0;
+    for my $pid (grep { defined } $srv->pid, $srv->child_pids) {
+        for my $f (glob "/proc/$pid/task/*/schedstat") {
+            open my $fh, '<', $f or next;
+            $ns += (split ' ', scalar(<$fh>) // '0')[0];
+        }
+    }
+    return $ns;
+}
+
 # One round of fresh servers: after a 1 s warm-up each, one wrk run of
 # SECS per server and file, the servers in ORDER, each file in turn.
-# { file => { key => req/s } }.
+# ({ file => { key => req/s } }, { file => { key => CPU ns per request } }).
 sub pair_round {
     my ($srv, $order, $secs, $conns, $round) = @_;
     wrk_run($srv->{$_}->url($LOOPBACK_FILES{small}), 1, $conns) for @$order;
-    my %rps;
+    my (%rps, %cpu);
     for my $k (@$order) {
         for my $f (sort keys %LOOPBACK_FILES) {
+            my $ns = cpu_ns($srv->{$k});
             my $r = wrk_run($srv->{$k}->url($LOOPBACK_FILES{$f}), $secs, $conns);
+            $ns = cpu_ns($srv->{$k}) - $ns;
             $rps{$f}{$k} = $r->{rps} + 0;
-            say_(sprintf '  round %d %-8s %-5s %9.0f req/s%s', $round, $k, $f,
-                 $r->{rps}, $r->{non2xx} ? " ($r->{non2xx} non-2xx!)" : '');
+            $cpu{$f}{$k} = $r->{requests} ? $ns / $r->{requests} : undef;
+            say_(sprintf '  round %d %-8s %-5s %9.0f req/s, %6.1f us of CPU a '
+                 . 'request%s', $round, $k, $f, $r->{rps},
+                 ($cpu{$f}{$k} // 0) / 1000,
+                 $r->{non2xx} ? " ($r->{non2xx} non-2xx!)" : '');
         }
     }
-    return \%rps;
+    return (\%rps, \%cpu);
 }
 
 sub run {
@@ -79,9 +99,10 @@ sub run {
     for my $i (1 .. $runs) {
         my @order = round_order(\@keys, $i - 1);
         my %srv = map { $_ => loopback_pair_server($_, $i) } @order;
-        my $round = pair_round(\%srv, \@order, $secs, $conns, $i);
+        my ($round, $cpu) = pair_round(\%srv, \@order, $secs, $conns, $i);
         for my $f (keys %LOOPBACK_FILES) {
             push @{ $L{files}{$f}{runs}{$_} }, $round->{$f}{$_} for @keys;
+            push @{ $L{files}{$f}{cpu}{$_} }, $cpu->{$f}{$_} for @keys;
         }
         $_->stop for values %srv;
     }
@@ -93,12 +114,19 @@ sub run {
                                 0 .. $runs - 1 ];
             $F->{pair_median}{$k} = median(@{ $F->{pairs}{$k} });
             $F->{ci}{$k} = median_ci(@{ $F->{pairs}{$k} });
+            # the req/s a CPU-bound server would get: no module's CPU per
+            # request over this one's, round by round
+            $F->{cpu_median}{$k} = median(map {
+                my ($n, $x) = ($F->{cpu}{nomod}[$_], $F->{cpu}{$k}[$_]);
+                $n && $x ? $n / $x : () } 0 .. $runs - 1);
         }
         say_(sprintf '  %s: median req/s auto %.0f, none %.0f, no module %.0f; '
              . 'median of the pair ratios: auto %.3f %s, none %.3f %s, '
-             . 'control %.3f %s', $f, @{ $F->{median} }{qw(auto none nomod)},
-             map { ($F->{pair_median}{$_}, ci_text($F->{ci}{$_})) }
-             qw(auto none control));
+             . 'control %.3f %s; by CPU per request: auto %.3f, none %.3f, '
+             . 'control %.3f', $f, @{ $F->{median} }{qw(auto none nomod)},
+             (map { ($F->{pair_median}{$_}, ci_text($F->{ci}{$_})) }
+              qw(auto none control)),
+             map { $F->{cpu_median}{$_} // 0 } qw(auto none control));
     }
 
     # system calls per request: strace -c -f on the worker process, wrk -c4
@@ -307,7 +335,15 @@ sub section {
                                       $r3->($F->{pair_median}{$_}),
                                       $_ eq 'control' ? '' : '**',
                                       ci_text($F->{ci}{$_})) }
-                        qw(auto none control) ] ] };
+                        qw(auto none control) ],
+                      [ 'by CPU a request', '', '', '', '',
+                        map { $r3->($F->{cpu_median}{$_}) }
+                        qw(auto none control) ] ],
+            after => 'The last row: no module\'s CPU time per request (every '
+                . 'thread of the server, `/proc/PID/task/*/schedstat`) over '
+                . 'each server\'s, the median of the rounds: the req/s ratio '
+                . 'a server that the CPU limits would get, which load from '
+                . 'other processes on the machine moves far less than req/s.' };
     }
     if (my $st = $L->{strace}) {
         my $d = sub { defined $_[0] ? sprintf('%+.2f', $_[0]) : 'n/a' };
@@ -404,7 +440,10 @@ sub targets {
                     '>= 0.99x', ratio3($x) . 'x', defined $x ? $x >= 0.99 : undef,
                     join('; ', grep { length }
                          ci_text(($F->{ci} || {})->{$k}) =~ s/^\((.*)\)$/median's $1/r,
-                         'control ' . ratio3(($F->{pair_median} || {})->{control}))
+                         'control ' . ratio3(($F->{pair_median} || {})->{control}),
+                         'by CPU a request ' . ratio3(($F->{cpu_median} || {})->{$k})
+                         . ' (control ' . ratio3(($F->{cpu_median} || {})->{control})
+                         . ')')
                     . ($c ? sprintf('; %+.0f instructions per request in user '
                                     . 'space (%+.1f%%)', $c->{$k} - $c->{nomod},
                                     100 * ($c->{$k} - $c->{nomod}) / $c->{nomod})
