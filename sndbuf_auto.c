@@ -100,18 +100,19 @@ static void sbt_auto_path_look(sbt_auto_t *a, sbt_law_sample_t *s)
     sbt_path_look_t lk = {0, 0, 0};
     sbt_path_crowd_t c;
     int handshake;
-    apr_uint32_t own = sbt_law_own_min_rtt(s, &handshake);
 
+    sbt_law_own_min_rtt(s, &handshake);
     if (a->lim.shared || !s->has_delivered || handshake) {
         return;
     }
-    lk.queue_us = s->srtt_us > own ? s->srtt_us - own : 0;
-    lk.delivered = s->delivered;
+    lk.srtt_us = s->srtt_us;
+    lk.rate = a->law.rate_now;
     lk.ask = a->ask_crowd;
     sbt_path_look(&a->flow, &lk, &c);
     s->crowd_members = c.members;
     s->crowd_rate = c.rate;
-    s->crowd_peak = c.peak;
+    s->crowd_rate_then = c.rate_then;
+    s->crowd_own_then = c.own_then;
 }
 
 /** The law's sample from TCP_INFO @a ti and the socket. */
@@ -207,7 +208,7 @@ static void sbt_auto_trace_sample(conn_rec *c, const char *what,
                   APR_UINT64_T_FMT " applimited=%d retrans=%u limited=%"
                   APR_UINT64_T_FMT " chrono=%d delivered=%" APR_UINT64_T_FMT
                   " hasdelivered=%d members=%d crate=%" APR_UINT64_T_FMT
-                  " cpeak=%" APR_UINT64_T_FMT " loss=%d locked=%d tb=%d "
+                  " cthen=%" APR_UINT64_T_FMT " loss=%d locked=%d tb=%d "
                   "cwnd=%u act=%d size=%d", what,
                   (apr_int64_t)s->now_us, s->srtt_us, s->rttvar_us, s->mss,
                   s->min_rtt_us, (apr_uint64_t)s->bytes_acked,
@@ -215,8 +216,8 @@ static void sbt_auto_trace_sample(conn_rec *c, const char *what,
                   s->total_retrans, (apr_uint64_t)s->sndbuf_limited_us,
                   s->has_chrono, (apr_uint64_t)s->delivered,
                   s->has_delivered, s->crowd_members,
-                  (apr_uint64_t)s->crowd_rate, (apr_uint64_t)s->crowd_peak,
-                  s->loss_based,
+                  (apr_uint64_t)s->crowd_rate,
+                  (apr_uint64_t)s->crowd_rate_then, s->loss_based,
                   s->locked_at, s->effective, s->cwnd,
                   out ? (int)out->act : -1, out ? out->size : 0);
 }
@@ -255,8 +256,8 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     ap_log_cerror(APLOG_MARK, APLOG_TRACE2, 0, c, "SndbufTune auto look: "
                   "min rtt %uus%s srtt %uus rttvar %uus measured %"
                   APR_UINT64_T_FMT " B/s, delivering %" APR_UINT64_T_FMT
-                  " B/s%s%s%s; crowd of %d more delivering %" APR_UINT64_T_FMT
-                  " B/s (at most %" APR_UINT64_T_FMT "), locked at %d, tb "
+                  " B/s%s%s%s; %d more at its RTT delivering %" APR_UINT64_T_FMT
+                  " B/s (%" APR_UINT64_T_FMT " at its peak), locked at %d, tb "
                   "%d: %s", a->law.min_rtt_us,
                   a->law.from_handshake ? " (handshake)" : "", s.srtt_us,
                   s.rttvar_us, a->law.measured, a->law.rate_now,
@@ -265,7 +266,7 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
                   out.contested ? ", contested (steering cost delivery)"
                                 : "",
                   out.crowd, (apr_uint64_t)s.crowd_rate,
-                  (apr_uint64_t)s.crowd_peak, s.locked_at, s.effective,
+                  (apr_uint64_t)s.crowd_rate_then, s.locked_at, s.effective,
                   out.why);
     sbt_auto_trace_sample(c, "look", &s, &out);
     sbt_auto_apply(a, conn, c, &s, &out);

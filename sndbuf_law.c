@@ -85,10 +85,11 @@
 /* The promise: steering (the queue term) must cost the flow nothing.  A
  * flow's delivery is counted per block of RATE_BLOCK_US (its last whole
  * block's rate) and its peak held over PEAK_BLOCKS blocks of PEAK_BLOCK_US
- * (16 to 20 s).  Delivering less than CONTEST_NUM/DEN of that peak, it
- * asks for its crowd (sndbuf_path.c: this server's flows whose queues
- * moved with its own), whose sum and peak then count instead: a share
- * that goes to another member is not lost.  Short at every look for
+ * (12 to 16 s).  Delivering less than CONTEST_NUM/DEN of that peak, it
+ * asks for its crowd (sndbuf_path.c: this server's other flows at its
+ * RTT now): if they gained at least 1/GAINED_DIV of what it lost since,
+ * its share went to them, not away (flows in one bottleneck trade shares
+ * while its sum holds), and it is not short.  Short at every look for
  * CONTEST_LASTS_US while its queue stands and has stood CONTEST_STOOD_US,
  * longer than a block, steering has only given the link to another sender
  * (a delay-based controller yields to a loss-based one without end, and
@@ -98,8 +99,9 @@
  * short, before that, it never steers down. */
 #define SBT_LAW_RATE_BLOCK_US   1000000
 #define SBT_LAW_PEAK_BLOCK_US   4000000
-#define SBT_LAW_PEAK_BLOCKS     5
+#define SBT_LAW_PEAK_BLOCKS     4
 #define SBT_LAW_CONTEST_NUM     7
+#define SBT_LAW_GAINED_DIV      2
 #define SBT_LAW_CONTEST_DEN     8
 #define SBT_LAW_CONTEST_STOOD_US 2000000
 #define SBT_LAW_CONTEST_LASTS_US 1500000
@@ -283,12 +285,22 @@ static int sbt_law_below(uint64_t rate, uint64_t peak)
     return peak && rate / SBT_LAW_CONTEST_NUM * SBT_LAW_CONTEST_DEN < peak;
 }
 
-/** Is the flow contested now (updates the contest's state)?  Its crowd's
- *  figures count where sndbuf_path.c found one, else its own. */
+/** Did the flow's crowd gain what it lost since its peak (when the
+ *  crowd was read, sndbuf_path.c's 16 s)? */
+static int sbt_law_traded(const sbt_law_t *l, const sbt_law_sample_t *s)
+{
+    uint64_t lost = s->crowd_own_then > l->rate_now
+                    ? s->crowd_own_then - l->rate_now : 0;
+
+    return s->crowd_members && s->crowd_rate > s->crowd_rate_then
+           && s->crowd_rate - s->crowd_rate_then >= lost / SBT_LAW_GAINED_DIV;
+}
+
+/** Is the flow contested now (updates the contest's state)?  Short of
+ *  its peak, and its crowd did not gain what it lost. */
 static int sbt_law_contested(sbt_law_t *l, const sbt_law_sample_t *s,
                              int queue_stands)
 {
-    int crowd = s->crowd_members > 0;
     int hold = l->contests < SBT_LAW_HOLD_DOUBLINGS
                ? l->contests : SBT_LAW_HOLD_DOUBLINGS;
 
@@ -299,8 +311,8 @@ static int sbt_law_contested(sbt_law_t *l, const sbt_law_sample_t *s,
         return 1;
     }
     if (!queue_stands || s->now_us - l->drained_us < SBT_LAW_CONTEST_STOOD_US
-        || !sbt_law_below(crowd ? s->crowd_rate : l->rate_now,
-                          crowd ? s->crowd_peak : sbt_law_peak(l))) {
+        || !sbt_law_below(l->rate_now, sbt_law_peak(l))
+        || sbt_law_traded(l, s)) {
         l->short_since_us = 0;
         return 0;
     }

@@ -50,13 +50,14 @@ typedef struct {
      *  it nothing. */
     uint64_t delivered;
     int has_delivered;
-    /** From sndbuf_path.c, when the last look asked (out.ask_crowd): the
-     *  other flows of this server whose queues moved with this flow's
-     *  lately (0: none), and what they and this flow delivered together
-     *  over the last 2 s and at most over the last 16 s (bytes/s). */
+    /** From sndbuf_path.c, when the last look asked (out.ask_crowd): this
+     *  server's other flows at this flow's RTT (0: none), and what they
+     *  deliver now and did when this flow delivered most lately, and what
+     *  it did then (bytes/s). */
     int crowd_members;
     uint64_t crowd_rate;
-    uint64_t crowd_peak;
+    uint64_t crowd_rate_then;
+    uint64_t crowd_own_then;
     int loss_based;             /**< cubic, reno (not bbr): fill the queue */
     int locked_at;              /**< SO_SNDBUF a lock holds; 0: autotuned */
     int effective;              /**< SO_SNDBUF read (ss's tb); -1: locked */
@@ -81,11 +82,11 @@ typedef struct {
     uint64_t window;            /**< peak CWND_FLOOR x cwnd x MSS */
     int64_t window_us;          /**< since */
     /** Its delivery: per block of about 1 s (the last whole one's rate),
-     *  and the most per block over the last 16-20 s. */
+     *  and the most per block over the last 12-16 s. */
     int64_t block_us;
     uint64_t block_delivered;
     uint64_t rate_now;
-    uint64_t peak[5];
+    uint64_t peak[4];
     int64_t peak_epoch;
     int64_t drained_us;         /**< its queue last too short to steer by */
     int64_t short_since_us;     /**< delivers short of its peak since; 0 */

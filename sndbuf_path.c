@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * sndbuf_path.c: what this server's auto flows see of their paths, shared
- * by all its child processes, so that a flow can tell its crowd: the
- * other flows whose queues moved with its own lately, through the same
- * bottleneck whatever their addresses and processes (docs/auto.md,
- * "Crowds").  Each flow keeps, in a slot of its own, the queue it saw in
- * each slice of the last 16 s and what it delivered in each second; a
- * flow that asks (its delivery fell short of its peak: sndbuf_law.c)
- * reads every slot for the flows whose queues match its own and moved
- * with it, and sums what they delivered.
+ * sndbuf_path.c: what this server's auto flows deliver, shared by all its
+ * child processes, so that a flow that delivers short of its peak can
+ * tell whether its loss went to its crowd: this server's other flows at
+ * its RTT now, whatever their addresses and processes (docs/auto.md,
+ * "Crowds").  Flows through one bottleneck share its queue, so their RTTs
+ * move together; and what one loses to the others there, they gain: the
+ * sum holds.  A flow whose loss no such flow gained has lost it to a
+ * sender this server does not know of, or to a path of its own.  Each
+ * flow keeps its RTT and its delivery rate in each second of the last
+ * 16 in a slot of its own; one that asks reads them all.
  *
  * One anonymous shared-memory segment, made before the children fork and
  * kept across restarts.  No lock: a slot has one writer, the flow whose
@@ -30,46 +31,34 @@
 
 APLOG_USE_MODULE(sndbuf_tune);
 
-/* Flows with a slot; one whose SLOT_PROBES slots are all taken goes
- * without: it counts in no crowd, and reads its own like any other. */
+/* Flows with a slot; one whose PROBES slots are all taken goes without:
+ * it counts in no crowd, and has none. */
 #define SBT_PATH_SLOTS      1024
 #define SBT_PATH_PROBES     8
 
 /* A slot no look wrote for this long is free, and read by no one. */
 #define SBT_PATH_FRESH_US   2000000
 
-/* The queue per slice of SLICE_US, SLICES of them (16 s), in quarter
- * octaves from 1 ms (sbt_path_code).  Two flows match when, over at
- * least MATCH_MIN slices both saw, all but 1/MATCH_SHIFT of their queues
- * are within BAND quarter octaves (+-41%), and moved together: over them
- * the queue went from one level to twice it (MOVED).  Same level alone is
- * no proof: every steered flow keeps a few milliseconds, and a
- * bufferbloated access link's queue may be as long as another's. */
-#define SBT_PATH_SLICE_US   250000
-#define SBT_PATH_SLICES     64
-#define SBT_PATH_MATCH_MIN  16
-#define SBT_PATH_MATCH_SHIFT 3
-#define SBT_PATH_BAND       2
-#define SBT_PATH_MOVED      4
+/* Another flow is at this flow's RTT within 1/NEAR_DIV of it. */
+#define SBT_PATH_NEAR_DIV   8
 
-/* What a flow delivered per block of BLOCK_US, in KiB, BLOCKS of them
- * (16 s): a crowd's rate is its members' sum over the last two whole
- * blocks, its peak the most of its members' sum in one block. */
+/* A flow's delivery rate (sndbuf_law.c's, over about a second) in KiB/s
+ * per block of BLOCK_US, BLOCKS of them (16 s), a block it did not look
+ * in holding the one before. */
 #define SBT_PATH_BLOCK_US   1000000
 #define SBT_PATH_BLOCKS     16
 
 #define SBT_PATH_MAGIC      0x53425450u     /* "SBTP" */
-#define SBT_PATH_VERSION    3u
+#define SBT_PATH_VERSION    4u
 #define SBT_PATH_RETAINED   "mod_sndbuf_tune/paths"
 
-/* Two cache lines and a half: each slot on lines of its own. */
+/* Two cache lines, each slot on lines of its own. */
 typedef struct {
     apr_uint64_t id;            /**< its flow's; 0: free */
     apr_int64_t at;             /**< the last look, sbt_clock_us() */
-    apr_uint64_t slice;         /**< the newest queue's slice */
-    apr_uint64_t block;         /**< the newest delivery's block */
-    unsigned char queue[SBT_PATH_SLICES];
-    apr_uint32_t kib[SBT_PATH_BLOCKS];
+    apr_uint32_t srtt_us;       /**< at the last look */
+    apr_uint64_t block;         /**< the newest rate's block */
+    apr_uint32_t rate[SBT_PATH_BLOCKS];
 } __attribute__((aligned(64))) sbt_path_slot_t;
 
 typedef struct {
@@ -85,20 +74,6 @@ static sbt_paths_t *sbt_paths;
 
 #define SBT_LOAD(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
 #define SBT_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
-
-/** The queue as a slice's code: 0 none seen, 1 under 1 ms, then about
- *  2 + 4 x log2(ms), from its top bit and the two below it. */
-static unsigned char sbt_path_code(apr_uint32_t queue_us)
-{
-    int top = 31 - __builtin_clz(queue_us | 1), c;
-
-    if (queue_us < 1000) {
-        return 1;
-    }
-    /* 1000 us: top bit 9, 4 x log2(1000) = 39.9 */
-    c = 4 * top + (int)((queue_us >> (top - 2)) & 3) - 38;
-    return (unsigned char)(c < 2 ? 2 : c > 255 ? 255 : c);
-}
 
 /** Take a slot for a new flow (@a f): a free one, or one whose flow has
  *  not looked for FRESH, which is cleared before any reader counts it. */
@@ -118,7 +93,6 @@ static void sbt_path_take(sbt_path_flow_t *f, apr_int64_t now)
                                             __ATOMIC_RELAXED)) {
             continue;
         }
-        SBT_STORE(&p->slice, 0);
         SBT_STORE(&p->block, 0);
         f->slot = k;
         return;
@@ -126,132 +100,71 @@ static void sbt_path_take(sbt_path_flow_t *f, apr_int64_t now)
     f->slot = -1;
 }
 
-/** Clear a ring's entries from its newest, @a *newest, up to @a e, which
- *  becomes the newest (released, once cleared). */
-static void sbt_path_advance(apr_uint64_t *newest, apr_uint64_t e, int n,
-                             unsigned char *bytes, apr_uint32_t *words)
-{
-    apr_uint64_t k, was = SBT_LOAD(newest);
-
-    for (k = e > was + (apr_uint64_t)n ? e - (apr_uint64_t)n : was + 1;
-         k <= e && e > was; k++) {
-        if (bytes) {
-            SBT_STORE(&bytes[k % (apr_uint64_t)n], 0);
-        }
-        else {
-            SBT_STORE(&words[k % (apr_uint64_t)n], 0);
-        }
-    }
-    if (e > was) {
-        __atomic_store_n(newest, e, __ATOMIC_RELEASE);
-    }
-}
-
-/** Write this look into the flow's own slot: its queue, and the KiB
- *  delivered since the last look (@a kib). */
+/** Write this look into the flow's own slot: its RTT, and its rate in
+ *  this block and (its last rate) in any it did not look in since. */
 static void sbt_path_write(sbt_path_slot_t *p, const sbt_path_look_t *lk,
-                           apr_uint32_t kib_new, apr_int64_t now)
+                           apr_int64_t now)
 {
-    apr_uint64_t e = (apr_uint64_t)now / SBT_PATH_SLICE_US;
-    apr_uint64_t b = (apr_uint64_t)now / SBT_PATH_BLOCK_US;
-    apr_uint32_t *kib = &p->kib[b % SBT_PATH_BLOCKS];
+    apr_uint64_t b = (apr_uint64_t)now / SBT_PATH_BLOCK_US, k;
+    apr_uint64_t was = SBT_LOAD(&p->block), kib = lk->rate >> 10;
+    apr_uint32_t carry = was ? SBT_LOAD(&p->rate[was % SBT_PATH_BLOCKS]) : 0;
 
-    sbt_path_advance(&p->slice, e, SBT_PATH_SLICES, p->queue, NULL);
-    SBT_STORE(&p->queue[e % SBT_PATH_SLICES], sbt_path_code(lk->queue_us));
-    sbt_path_advance(&p->block, b, SBT_PATH_BLOCKS, NULL, p->kib);
-    SBT_STORE(kib, SBT_LOAD(kib) + kib_new);
+    for (k = b > was + SBT_PATH_BLOCKS ? b - SBT_PATH_BLOCKS : was + 1;
+         k < b; k++) {
+        SBT_STORE(&p->rate[k % SBT_PATH_BLOCKS], carry);
+    }
+    SBT_STORE(&p->rate[b % SBT_PATH_BLOCKS],
+              kib > 0xffffffff ? 0xffffffff : (apr_uint32_t)kib);
+    __atomic_store_n(&p->block, b, __ATOMIC_RELEASE);
+    SBT_STORE(&p->srtt_us, lk->srtt_us);
     __atomic_store_n(&p->at, now, __ATOMIC_RELEASE);
 }
 
-/** The code of slot @a p's queue in slice @a e, 0 if not seen. */
-static int sbt_path_queue(const sbt_path_slot_t *p, apr_uint64_t newest,
-                          apr_uint64_t e)
-{
-    return e > newest || e + SBT_PATH_SLICES <= newest ? 0
-           : SBT_LOAD(&p->queue[e % SBT_PATH_SLICES]);
-}
-
-/** Did slot @a p's queue move with @a mine's over the last SLICES?  Its
- *  newest first: most slots are another level now, and a scan stops at
- *  more disagreements than a match allows. */
-static int sbt_path_match(const sbt_path_slot_t *mine,
-                          const sbt_path_slot_t *p, apr_uint64_t e)
-{
-    apr_uint64_t n1 = __atomic_load_n(&mine->slice, __ATOMIC_ACQUIRE);
-    apr_uint64_t n2 = __atomic_load_n(&p->slice, __ATOMIC_ACQUIRE);
-    int k, both = 0, apart = 0, lo = 255, hi = 0;
-    int a = sbt_path_queue(mine, n1, n2), b = sbt_path_queue(p, n2, n2);
-
-    if (a && b && (a - b > SBT_PATH_BAND || b - a > SBT_PATH_BAND)) {
-        return 0;
-    }
-    for (k = 0; k < SBT_PATH_SLICES && (apr_uint64_t)k <= e
-         && apart <= SBT_PATH_SLICES >> SBT_PATH_MATCH_SHIFT; k++) {
-        int a = sbt_path_queue(mine, n1, e - (apr_uint64_t)k);
-        int b = sbt_path_queue(p, n2, e - (apr_uint64_t)k);
-
-        if (!a || !b) {
-            continue;
-        }
-        both++;
-        if (a - b > SBT_PATH_BAND || b - a > SBT_PATH_BAND) {
-            apart++;
-            continue;
-        }
-        lo = a < lo ? a : lo;
-        hi = a > hi ? a : hi;
-    }
-    return both >= SBT_PATH_MATCH_MIN && apart << SBT_PATH_MATCH_SHIFT <= both
-           && hi - lo >= SBT_PATH_MOVED;
-}
-
-/** Add slot @a p's delivery per block, up to block @a b, into @a sum. */
-static void sbt_path_add(const sbt_path_slot_t *p, apr_uint64_t b,
-                         apr_uint64_t *sum)
+/** Slot @a p's rate in block @a b (B/s): a block past its newest has the
+ *  newest's; one older than BLOCKS none. */
+static apr_uint64_t sbt_path_rate(const sbt_path_slot_t *p, apr_uint64_t b)
 {
     apr_uint64_t newest = __atomic_load_n(&p->block, __ATOMIC_ACQUIRE);
-    int k;
 
-    for (k = 0; k < SBT_PATH_BLOCKS && (apr_uint64_t)k <= b; k++) {
-        apr_uint64_t at = b - (apr_uint64_t)k;
-
-        if (at <= newest && at + SBT_PATH_BLOCKS > newest) {
-            sum[k] += SBT_LOAD(&p->kib[at % SBT_PATH_BLOCKS]);
-        }
-    }
+    b = b > newest ? newest : b;
+    return b + SBT_PATH_BLOCKS > newest
+           ? (apr_uint64_t)SBT_LOAD(&p->rate[b % SBT_PATH_BLOCKS]) << 10 : 0;
 }
 
-/** The crowd of the flow in slot @a mine: the fresh flows whose queues
- *  moved with its own, and their sum with its own delivery, into @a c. */
-static void sbt_path_crowd(int mine, apr_int64_t now, sbt_path_crowd_t *c)
+/** The block of the last BLOCKS in which slot @a p's rate was highest. */
+static apr_uint64_t sbt_path_peak(const sbt_path_slot_t *p, apr_uint64_t b)
 {
-    const sbt_path_slot_t *me = &sbt_paths->slot[mine];
-    apr_uint64_t e = (apr_uint64_t)now / SBT_PATH_SLICE_US;
+    apr_uint64_t best = b, k;
+
+    for (k = b; k + SBT_PATH_BLOCKS > b && k > 0; k--) {
+        best = sbt_path_rate(p, k) > sbt_path_rate(p, best) ? k : best;
+    }
+    return best;
+}
+
+/** The crowd of the flow in slot @a mine, at RTT @a srtt_us: the fresh
+ *  flows at its RTT, and their rate now and when its own was highest. */
+static void sbt_path_crowd(int mine, apr_uint32_t srtt_us, apr_int64_t now,
+                           sbt_path_crowd_t *c)
+{
     apr_uint64_t b = (apr_uint64_t)now / SBT_PATH_BLOCK_US;
-    apr_uint64_t sum[SBT_PATH_BLOCKS] = {0};
+    apr_uint64_t then = sbt_path_peak(&sbt_paths->slot[mine], b);
+    apr_uint32_t near = srtt_us / SBT_PATH_NEAR_DIV;
     int i;
 
+    c->own_then = sbt_path_rate(&sbt_paths->slot[mine], then);
     for (i = 0; i < SBT_PATH_SLOTS; i++) {
         const sbt_path_slot_t *p = &sbt_paths->slot[i];
+        apr_uint32_t rtt = SBT_LOAD(&p->srtt_us);
 
         if (i != mine && SBT_LOAD(&p->id)
             && now - __atomic_load_n(&p->at, __ATOMIC_ACQUIRE)
                <= SBT_PATH_FRESH_US
-            && sbt_path_match(me, p, e)) {
+            && rtt + near >= srtt_us && rtt <= srtt_us + near) {
             c->members++;
-            sbt_path_add(p, b, sum);
+            c->rate += sbt_path_rate(p, b);
+            c->rate_then += sbt_path_rate(p, then);
         }
-    }
-    if (!c->members) {
-        return;
-    }
-    sbt_path_add(me, b, sum);
-    /* sum[0] is the block under way: whole ones from sum[1] on. */
-    c->rate = (sum[1] + sum[2]) * 1024 * 1000000 / (2 * SBT_PATH_BLOCK_US);
-    for (i = 1; i < SBT_PATH_BLOCKS; i++) {
-        apr_uint64_t r = sum[i] * 1024 * 1000000 / SBT_PATH_BLOCK_US;
-
-        c->peak = r > c->peak ? r : c->peak;
     }
 }
 
@@ -259,31 +172,23 @@ void sbt_path_look(sbt_path_flow_t *f, const sbt_path_look_t *lk,
                    sbt_path_crowd_t *c)
 {
     apr_int64_t now = sbt_clock_us();
-    apr_uint64_t kib = lk->delivered >> 10, kib_new = kib - f->kib;
 
-    *c = (sbt_path_crowd_t){0, 0, 0};
+    *c = (sbt_path_crowd_t){0, 0, 0, 0};
     if (!sbt_paths) {
         return;
-    }
-    if (!f->id) {               /* its first look: what came before is not
-                                 * this response's */
-        kib_new = 0;
     }
     if (!f->id || (f->slot >= 0
                    && SBT_LOAD(&sbt_paths->slot[f->slot].id) != f->id)) {
         sbt_path_take(f, now);  /* new, or its slot was taken as stale */
     }
-    f->kib = kib;
     if (f->slot < 0) {
         return;
     }
-    sbt_path_write(&sbt_paths->slot[f->slot], lk,
-                   kib_new > 0xffffff ? 0xffffff : (apr_uint32_t)kib_new,
-                   now);
-    /* A crowd reads every slot: once a slice at most. */
-    if (lk->ask && now - f->crowd_at >= SBT_PATH_SLICE_US) {
-        f->crowd = (sbt_path_crowd_t){0, 0, 0};
-        sbt_path_crowd(f->slot, now, &f->crowd);
+    sbt_path_write(&sbt_paths->slot[f->slot], lk, now);
+    /* A crowd reads every slot: once a block at most. */
+    if (lk->ask && now - f->crowd_at >= SBT_PATH_BLOCK_US) {
+        f->crowd = (sbt_path_crowd_t){0, 0, 0, 0};
+        sbt_path_crowd(f->slot, lk->srtt_us, now, &f->crowd);
         f->crowd_at = now;
     }
     if (lk->ask) {

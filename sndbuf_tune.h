@@ -264,18 +264,19 @@ void sbt_auto_register_hooks(void);
 /* sndbuf_path.c */
 /** What one look saw, for the others. */
 typedef struct {
-    apr_uint32_t queue_us;      /**< srtt less the flow's own min RTT */
-    apr_uint64_t delivered;     /**< bytes delivered so far */
+    apr_uint32_t srtt_us;
+    apr_uint64_t rate;          /**< its delivery rate lately, bytes/s */
     int ask;                    /**< the crowd's figures wanted */
 } sbt_path_look_t;
 
-/** A flow's crowd, when asked: the other flows whose queues moved with
- *  its own lately (0: none), and what they and it delivered together
- *  over the last 2 s and at most in 1 s of the last 16 (bytes/s). */
+/** A flow's crowd, when asked: this server's other flows at its RTT now
+ *  (0: none), and their rates summed, now and in the second of the last
+ *  16 in which its own rate was highest, and its own then (bytes/s). */
 typedef struct {
     int members;
     apr_uint64_t rate;
-    apr_uint64_t peak;
+    apr_uint64_t rate_then;
+    apr_uint64_t own_then;
 } sbt_path_crowd_t;
 
 /** One auto flow's place in the shared segment (sndbuf_path.c's fields;
@@ -283,7 +284,6 @@ typedef struct {
 typedef struct {
     apr_uint64_t id;            /**< 0: not placed yet */
     int slot;                   /**< -1: none to be had */
-    apr_uint64_t kib;           /**< its delivery written, in KiB */
     sbt_path_crowd_t crowd;     /**< its crowd when last read, and when */
     apr_int64_t crowd_at;
 } sbt_path_flow_t;

@@ -53,9 +53,9 @@ static void *sbt_cost_thread(void *arg)
             int k = (int)(rand_r(&seed) % (unsigned)(sbt_nflows / sbt_threads))
                     * sbt_threads + me;
             sbt_path_flow_t *f = &sbt_flows[k];
-            /* A queue of 20-60 ms; a look per RTT's bytes delivered. */
-            sbt_path_look_t lk = {20000 + rand_r(&seed) % 40000,
-                                  f->kib * 1024 + 125000, ask};
+            /* A queue of 20-60 ms, 10 Mbit/s delivered. */
+            sbt_path_look_t lk = {20000 + rand_r(&seed) % 40000, 1250000,
+                                  ask};
             sbt_path_crowd_t c;
 
             sbt_path_look(f, &lk, &c);

@@ -740,9 +740,10 @@ static void test_promise(void)
     ok(!p.out.ask_crowd, "promise: 7/8 of the peak is not short");
     promise_looks(&p, 10, 874000, 150);
     ok(p.out.ask_crowd, "promise: under 7/8, it asks for its crowd");
-    ok(!p.out.contested && p.out.queued && p.out.act != SBT_LAW_SET,
+    promise_looks(&p, 1, 874000, 250);
+    ok(!p.out.contested && p.out.queued && p.out.act == SBT_LAW_KEEP,
        "promise: short, not contested yet, but no steering down");
-    promise_looks(&p, 14, 874000, 150);
+    promise_looks(&p, 13, 874000, 150);
     ok(!p.out.contested, "promise: not while it lasts under 1.5 s");
     promise_looks(&p, 1, 874000, 150);
     ok(p.out.contested && !p.out.queued, "promise: short at every look for "
@@ -775,25 +776,27 @@ static void test_promise(void)
     promise_looks(&p, 1, 500000, 150);
     ok(!p.out.contested && p.l.short_since_us, "promise: then short");
 
-    /* A crowd's figures count instead of its own: a share that goes to
-     * another member is not lost. */
+    /* A share that went to its crowd (the other flows at its RTT) is not
+     * lost: they gained half of what it lost (GAINED_DIV 2). */
     promise_begin(&p);
     promise_looks(&p, 20, 1000000, 150);
     promise_looks(&p, 10, 500000, 150);
     p.s.crowd_members = 3;
-    p.s.crowd_rate = 4000000;
-    p.s.crowd_peak = 4000000;
-    p.t_ms += 100;
+    p.s.crowd_rate = 3250000;
+    p.s.crowd_rate_then = 3000000;
+    p.s.crowd_own_then = 1000000;
     p.s.now_us += 100 * MS;
-    p.s.delivered += 50000;
     sbt_law_look(&p.l, &p.lim, &p.s, &p.out);
     ok(p.out.ask_crowd && p.out.crowd == 3 && !p.l.short_since_us,
-       "promise: short of its own peak, not of its crowd's: not short");
-    p.s.crowd_rate = 3499999;
+       "promise: what it lost, its crowd gained: not short");
+    p.s.crowd_rate = 3249999;
     p.s.now_us += 100 * MS;
     sbt_law_look(&p.l, &p.lim, &p.s, &p.out);
-    ok(p.l.short_since_us, "promise: its crowd short of 7/8 of its peak "
-       "is");
+    ok(p.l.short_since_us, "promise: less than half of it: short");
+    p.s.crowd_rate = 2000000;
+    p.s.now_us += 100 * MS;
+    sbt_law_look(&p.l, &p.lim, &p.s, &p.out);
+    ok(p.l.short_since_us, "promise: a crowd that lost too: short");
 
     /* Where the kernel counts no delivery, steering is never checked,
      * so never done. */

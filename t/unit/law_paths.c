@@ -61,6 +61,7 @@ typedef struct {
     int64_t short_since_us, longest_short_us;
     int contested_looks;
     double peak_s[MAX_SECONDS];
+    double sec[MAX_SECONDS];    /* delivered in each second */
 } flow_t;
 
 typedef struct {
@@ -168,6 +169,7 @@ static void tick(world_t *w)
                 f->rate = l->cap * window_of(w, f) / sum;
             }
             f->delivered += f->rate * TICK_US / 1e6;
+            f->sec[w->now_us / 1000000] += f->rate * TICK_US / 1e6;
             if (f->cur && f->cur * 4.0 / 3.0 < cwnd_of(w, f)) {
                 f->limited_us += TICK_US;
             }
@@ -176,21 +178,25 @@ static void tick(world_t *w)
     }
 }
 
-/* The crowd's figures sndbuf_path.c would give flow @a f. */
+/* The crowd's figures sndbuf_path.c would give flow @a f: the other
+ * flows on its link (at its RTT), their rate in the last whole second
+ * and in the one of the last 16 in which @a f's was highest. */
 static void crowd_of(const world_t *w, const flow_t *f, sbt_law_sample_t *s)
 {
-    const link_t *l = &w->link[f->link];
-    int sec = (int)(w->now_us / 1000000), k;
+    int now = (int)(w->now_us / 1000000) - 1, then = now, k, i;
 
-    s->crowd_members = link_flows(w, f->link) - 1;
-    if (!s->crowd_members || sec < 3) {
-        s->crowd_members = 0;
-        return;
+    for (k = now; k >= 0 && k > now - 16; k--) {
+        then = f->sec[k] > f->sec[then] ? k : then;
     }
-    s->crowd_rate = (uint64_t)((l->sum[sec - 1] + l->sum[sec - 2]) / 2);
-    for (k = sec - 1; k >= 1 && k >= sec - 15; k--) {
-        s->crowd_peak = l->sum[k] > s->crowd_peak ? (uint64_t)l->sum[k]
-                                                  : s->crowd_peak;
+    s->crowd_own_then = now >= 0 ? (uint64_t)f->sec[then] : 0;
+    for (i = 0; i < w->nflows && now >= 0; i++) {
+        const flow_t *o = &w->flow[i];
+
+        if (o != f && on(w, o, f->link)) {
+            s->crowd_members++;
+            s->crowd_rate += (uint64_t)o->sec[now];
+            s->crowd_rate_then += (uint64_t)o->sec[then];
+        }
     }
 }
 
@@ -221,7 +227,7 @@ static sbt_law_sample_t sample_of(const world_t *w, const flow_t *f)
 /* The flow's look: the law's decision, applied; the checks' counts. */
 static void look(world_t *w, flow_t *f)
 {
-    sbt_law_sample_t s = sample_of(w, f);
+    sbt_law_sample_t s = sample_of(w, f), crowd;
     sbt_law_out_t out;
     int sec = (int)(w->now_us / 1000000), k;
     double peak = 0;
@@ -235,10 +241,13 @@ static void look(world_t *w, flow_t *f)
     for (k = sec; k >= 0 && k > sec - 16; k--) {
         peak = f->peak_s[k] > peak ? f->peak_s[k] : peak;
     }
-    /* Held below its window and delivering short of its peak: how long
-     * at a stretch (while its crowd, if any, is short too). */
+    /* Held below its window and delivering short of its peak, while the
+     * other flows on its link did not gain half of that: how long at a
+     * stretch. */
+    memset(&crowd, 0, sizeof(crowd));
+    crowd_of(w, f, &crowd);
     if (f->cur && f->cur * 4.0 / 3.0 < cwnd_of(w, f) && f->rate < peak * 7 / 8
-        && (!s.crowd_members || s.crowd_rate * 8 < s.crowd_peak * 7)) {
+        && crowd.crowd_rate < crowd.crowd_rate_then + (peak - f->rate) / 2) {
         if (!f->short_since_us) {
             f->short_since_us = w->now_us;
         }

@@ -2,8 +2,8 @@
 
 /*
  * t/unit/path_cases.c: sndbuf_path.c, the shared segment in which auto's
- * flows find their crowd, on its own (TAP, make unit): who is a crowd
- * and who is not, what a crowd delivered, and the segment's robustness:
+ * flows find their crowd, on its own (TAP, make unit): who is a flow's
+ * crowd and what it delivered, and the segment's robustness:
  * ids unique across processes, a slot a killed child held taken again,
  * a slot taken again never showing its last flow's figures, a full
  * table.  The clock is this file's (sbt_clock_us), so time is exact.
@@ -31,63 +31,38 @@ apr_int64_t sbt_clock_us(void)
     return now_us;
 }
 
-/* A flow's look: its queue, and @a rate B/s delivered since its last. */
-static sbt_path_crowd_t look(sbt_path_flow_t *f, apr_uint32_t queue_us,
-                             apr_uint64_t rate, int dt_us, int ask)
+/* A flow's look at RTT @a srtt_us, delivering @a rate B/s lately. */
+static sbt_path_crowd_t look(sbt_path_flow_t *f, apr_uint32_t srtt_us,
+                             apr_uint64_t rate, int ask)
 {
     sbt_path_look_t lk;
     sbt_path_crowd_t c;
 
-    lk.queue_us = queue_us;
-    lk.delivered = f->kib * 1024 + rate * (apr_uint64_t)dt_us / SEC;
+    lk.srtt_us = srtt_us;
+    lk.rate = rate;
     lk.ask = ask;
     sbt_path_look(f, &lk, &c);
     return c;
 }
 
-/* The queue of a crowd's bottleneck at time @a t: 20 ms, with a swell to
- * 80 ms for 2 s every 6 s (a newcomer's start, a PROBE_RTT's drain). */
-static apr_uint32_t swell(apr_int64_t t)
+/* @a secs seconds of looks every 100 ms by @a n flows, flow i at RTT
+ * rtt[i] delivering rate[i]; the last look of flow 0 asks. */
+static sbt_path_crowd_t run(sbt_path_flow_t *f, int n, int secs,
+                            const apr_uint32_t *rtt, const apr_uint64_t *rate)
 {
-    return (t / SEC) % 6 < 2 ? 80000 : 20000;
-}
-
-/* 20 s of looks every 100 ms by @a n flows: flow i sees queue(i, t) and
- * delivers 1 MB/s; the last look asks. */
-static sbt_path_crowd_t crowd_run(sbt_path_flow_t *f, int n,
-                                  apr_uint32_t (*queue)(int, apr_int64_t))
-{
-    sbt_path_crowd_t c = {0, 0, 0};
+    sbt_path_crowd_t c = {0, 0, 0, 0};
     int k, i;
 
-    for (k = 0; k < 200; k++) {
+    for (k = 0; k < secs * 10; k++) {
         now_us += SEC / 10;
         for (i = 0; i < n; i++) {
-            sbt_path_crowd_t got = look(&f[i], queue(i, now_us), 1000000,
-                                        SEC / 10, i == 0 && k == 199);
+            sbt_path_crowd_t got = look(&f[i], rtt[i], rate[i],
+                                        i == 0 && k == secs * 10 - 1);
 
             c = i == 0 ? got : c;
         }
     }
     return c;
-}
-
-static apr_uint32_t together(int i, apr_int64_t t)
-{
-    (void)i;
-    return swell(t);
-}
-
-static apr_uint32_t steady(int i, apr_int64_t t)
-{
-    (void)i; (void)t;
-    return 20000;
-}
-
-/* Each its own link: the same swells, at different times. */
-static apr_uint32_t apart(int i, apr_int64_t t)
-{
-    return swell(t + (apr_int64_t)i * 3 * SEC / 2);
 }
 
 static void leave_all(sbt_path_flow_t *f, int n)
@@ -104,27 +79,22 @@ static void test_crowds(void)
 {
     sbt_path_flow_t f[4];
     sbt_path_crowd_t c;
+    apr_uint32_t rtt[4] = {100000, 100000, 112500, 112501};
+    apr_uint64_t fast[4] = {2 << 20, 1 << 20, 1 << 20, 1 << 20};
+    apr_uint64_t slow[4] = {1 << 20, 2 << 20, 2 << 20, 1 << 20};
 
     memset(f, 0, sizeof(f));
-    c = crowd_run(f, 4, together);
-    is_i(c.members, 3, "crowd: queues that move together: the other 3");
-    ok(c.rate >= 3900000 && c.rate <= 4000000, "crowd: its rate, the "
-       "members' and its own (4 MB/s, less the KiB rounding)");
-    ok(c.peak >= c.rate && c.peak <= 4100000, "crowd: its peak");
+    run(f, 4, 5, rtt, fast);
+    c = run(f, 4, 5, rtt, slow);
+    is_i(c.members, 2, "crowd: the flows at its RTT (within 1/8: 112.5 ms of "
+         "100), not one past it");
+    is_i(c.rate, 4 << 20, "crowd: their rate now");
+    is_i(c.rate_then, 2 << 20, "crowd: and when its own was highest");
+    is_i(c.own_then, 2 << 20, "crowd: its own then");
     leave_all(f, 4);
 
     memset(f, 0, sizeof(f));
-    c = crowd_run(f, 4, steady);
-    is_i(c.members, 0, "crowd: the same level that never moved is no proof");
-    leave_all(f, 4);
-
-    memset(f, 0, sizeof(f));
-    c = crowd_run(f, 4, apart);
-    is_i(c.members, 0, "crowd: the same swells at other times are no crowd");
-    leave_all(f, 4);
-
-    memset(f, 0, sizeof(f));
-    c = crowd_run(f, 1, together);
+    c = run(f, 1, 5, rtt, fast);
     is_i(c.members, 0, "crowd: a flow alone has none");
     leave_all(f, 1);
 }
@@ -134,17 +104,19 @@ static void test_fresh(void)
 {
     sbt_path_flow_t f[2];
     sbt_path_crowd_t c;
+    apr_uint32_t rtt[2] = {100000, 100000};
+    apr_uint64_t rate[2] = {1 << 20, 1 << 20};
 
     memset(f, 0, sizeof(f));
-    crowd_run(f, 2, together);
+    run(f, 2, 3, rtt, rate);
     now_us += 2 * SEC;
-    c = look(&f[0], swell(now_us), 1000000, 2 * SEC, 1);
+    c = look(&f[0], 100000, 1 << 20, 1);
     is_i(c.members, 1, "fresh: a member that looked 2 s ago counts");
     leave_all(f, 2);
     memset(f, 0, sizeof(f));
-    crowd_run(f, 2, together);
+    run(f, 2, 3, rtt, rate);
     now_us += 2 * SEC + 1;
-    c = look(&f[0], swell(now_us), 1000000, 2 * SEC, 1);
+    c = look(&f[0], 100000, 1 << 20, 1);
     is_i(c.members, 0, "fresh: not a microsecond later");
     leave_all(f, 2);
 }
@@ -167,7 +139,7 @@ static void test_ids(void)
         sbt_path_flow_t f;
 
         memset(&f, 0, sizeof(f));
-        look(&f, 1000, 0, 0, 0);
+        look(&f, 1000, 0, 0);
         if (write(pipefd[1], &f.id, sizeof(f.id)) != sizeof(f.id)) {
             _exit(1);
         }
@@ -177,7 +149,7 @@ static void test_ids(void)
     if (read(pipefd[0], &theirs, sizeof(theirs)) != sizeof(theirs)) {
         theirs = 0;
     }
-    look(&mine, 1000, 0, 0, 0);
+    look(&mine, 1000, 0, 0);
     ok(theirs && mine.id && theirs != mine.id, "ids: a child's flow and the "
        "parent's, at the same address in each, have different ids");
     sbt_path_leave(&mine);
@@ -191,6 +163,8 @@ static void test_killed(void)
 {
     sbt_path_flow_t f[2];
     sbt_path_crowd_t c;
+    apr_uint32_t rtt[2] = {100000, 100000};
+    apr_uint64_t rate[2] = {1 << 20, 1 << 20};
     pid_t pid;
     int status, i;
 
@@ -201,22 +175,21 @@ static void test_killed(void)
 
         memset(mine, 0, sizeof(mine));
         for (i = 0; i < 1024; i++) {
-            look(&mine[i], 80000, 50000000, SEC, 0);
+            look(&mine[i], 100000, 50 << 20, 0);
         }
         raise(SIGKILL);
     }
     waitpid(pid, &status, 0);
-    look(&f[0], 1000, 0, 0, 0);
+    look(&f[0], 100000, 0, 0);
     is_i(f[0].slot, -1, "killed: its 1024 flows hold every slot (the table "
          "is full: a new flow goes without)");
     now_us += 2 * SEC + 1;
     f[0].id = 0;
-    look(&f[0], 1000, 0, 0, 0);
+    look(&f[0], 100000, 0, 0);
     ok(f[0].slot >= 0, "killed: 2 s on, their slots are free again");
-    crowd_run(f, 2, together);
-    c = look(&f[0], swell(now_us), 1000000, SEC / 10, 1);
-    ok(c.members == 1 && c.peak <= 2100000, "killed: a slot taken again "
-       "counts its new flow only");
+    c = run(f, 2, 3, rtt, rate);
+    ok(c.members == 1 && c.rate == 1 << 20 && c.rate_then == 1 << 20,
+       "killed: a slot taken again counts its new flow only");
     leave_all(f, 2);
 }
 

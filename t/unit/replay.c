@@ -51,7 +51,7 @@ static void parse_sample(const char *l, sbt_law_sample_t *s)
     s->has_delivered = (int)field(l, "hasdelivered", 0);
     s->crowd_members = (int)field(l, "members", 0);
     s->crowd_rate = (uint64_t)field(l, "crate", 0);
-    s->crowd_peak = (uint64_t)field(l, "cpeak", 0);
+    s->crowd_rate_then = (uint64_t)field(l, "cthen", 0);
     s->loss_based = (int)field(l, "loss", 0);
     s->locked_at = (int)field(l, "locked", 0);
     s->effective = (int)field(l, "tb", -1);
