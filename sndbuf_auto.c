@@ -57,7 +57,6 @@ struct sbt_auto_t {
      *  that look's MSS, and tcpi_delivered then. */
     apr_uint64_t delivered;
     apr_uint32_t delivered_segs;
-    int ask_crowd;              /**< the law's, at the last look */
     sbt_path_flow_t flow;
     int retunes;
     sbt_tally_t tally;
@@ -93,31 +92,33 @@ static int sbt_auto_count(sbt_auto_t *a, const sbt_tcp_info_t *ti)
     return 1;
 }
 
-/** Tell sndbuf_path.c what this flow sees, and bring its crowd into @a s
- *  if the law asked.  Not on HTTP/2, whose streams share one socket. */
-static void sbt_auto_path_look(sbt_auto_t *a, sbt_law_sample_t *s)
+/** Tell sndbuf_path.c what this flow sees, and bring its crowd into @a s.
+ *  Not on HTTP/2, whose streams share one socket. */
+static void sbt_auto_path_look(sbt_auto_t *a, conn_rec *c,
+                               sbt_law_sample_t *s)
 {
-    sbt_path_look_t lk = {0, 0, 0};
-    sbt_path_crowd_t c;
+    sbt_path_look_t lk;
+    const sbt_path_crowd_t *crowd;
     int handshake;
 
-    sbt_law_own_min_rtt(s, &handshake);
+    lk.min_rtt_us = sbt_law_own_min_rtt(s, &handshake);
     if (a->lim.shared || !s->has_delivered || handshake) {
         return;
     }
     lk.srtt_us = s->srtt_us;
     lk.rate = a->law.rate_now;
-    lk.ask = a->ask_crowd;
-    sbt_path_look(&a->flow, &lk, &c);
-    s->crowd_members = c.members;
-    s->crowd_rate = c.rate;
-    s->crowd_rate_then = c.rate_then;
-    s->crowd_own_then = c.own_then;
+    crowd = sbt_path_look(&a->flow, c->client_addr, &lk);
+    s->crowd_members = crowd->members;
+    s->crowd_rate = crowd->rate;
+    s->crowd_rate_then = crowd->rate_then;
+    s->crowd_own_then = crowd->own_then;
+    s->path_min_rtt_us = crowd->min_rtt_us;
 }
 
 /** The law's sample from TCP_INFO @a ti and the socket. */
 static void sbt_auto_sample(sbt_auto_t *a, const sbt_tcp_info_t *ti,
-                            sbt_sock_t *sock, sbt_law_sample_t *s)
+                            sbt_sock_t *sock, conn_rec *c,
+                            sbt_law_sample_t *s)
 {
     memset(s, 0, sizeof(*s));
     s->now_us = sbt_clock_us();
@@ -141,7 +142,7 @@ static void sbt_auto_sample(sbt_auto_t *a, const sbt_tcp_info_t *ti,
     s->effective = s->locked_at ? -1 : sbt_sock_known_size(sock);
     s->has_delivered = sbt_auto_count(a, ti);
     s->delivered = a->delivered;
-    sbt_auto_path_look(a, s);
+    sbt_auto_path_look(a, c, s);
 }
 
 static void sbt_auto_set_chunk(sbt_auto_t *a, const sbt_sock_t *sock)
@@ -247,9 +248,8 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
         sbt_conn_leave(c);
         return;
     }
-    sbt_auto_sample(a, &ti, &conn->sock, &s);
+    sbt_auto_sample(a, &ti, &conn->sock, c, &s);
     sbt_law_look(&a->law, &a->lim, &s, &out);
-    a->ask_crowd = out.ask_crowd;
     conn->rate_estimate = a->law.measured;
     a->next_look = now + (s.srtt_us > SBT_AUTO_MIN_INTERVAL
                           ? s.srtt_us : SBT_AUTO_MIN_INTERVAL);
@@ -302,7 +302,7 @@ sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
     sbt_sock_tally(r->connection, &did, &a->tally);
     a->loss_based = sbt_sock_loss_based(&conn->sock);
     a->delivered_segs = rq->start.delivered;
-    sbt_auto_sample(a, &rq->start, &conn->sock, &s);
+    sbt_auto_sample(a, &rq->start, &conn->sock, r->connection, &s);
     sbt_law_begin(&a->law, &a->lim, &s, conn->rate_estimate);
     ap_log_cerror(APLOG_MARK, APLOG_TRACE3, 0, r->connection,
                   "SndbufTune auto limits: min=%d max=%d conf=%"

@@ -57,6 +57,12 @@
  * wakeup and a sendfile), which on a 1 ms path is as long as the path. */
 #define SBT_LAW_REFILL_US       1000
 
+/* A crowd's queue (the RTT a quarter of the minimum above it and its
+ * variation) ends a bbr flow's ramp, with no settling looks: BBR's startup
+ * ignores losses, and growing only fills the queue the crowd's late flows
+ * must then cross.  A loss-based flow's slow start ends at its first loss. */
+#define SBT_LAW_CROWD_SHIFT     2
+
 /* A configured rate is the client's: sized for while the flow gets at
  * least half of it, else (a crowd) from the measured rate. */
 #define SBT_LAW_SHARE_DIV       2
@@ -69,14 +75,10 @@
 #define SBT_LAW_LOSS_LOOKS      8
 #define SBT_LAW_LOSS_FACTOR     2
 
-/* A contested flow (below) is never locked below CWND_FLOOR x cwnd x MSS,
- * so that its congestion control, not its buffer, sets its share beside
- * the other sender: a window in flight and one for the writer, whom Linux
- * wakes only once a third of the buffer is free.  Not above tcp_wmem[2]
- * unless the law wants more; held at its peak WINDOW_HOLD_US + 2 RTTs,
- * through BBR's PROBE_RTT (cwnd 4 for 200 ms). */
-#define SBT_LAW_CWND_FLOOR      2
-#define SBT_LAW_WINDOW_HOLD_US  1000000
+/* The lower minimum RTT of another flow to the same client at the same
+ * RTT (sndbuf_path.c) is taken if it is at least 1/TRUST of the flow's
+ * own, which began in the queue the others keep. */
+#define SBT_LAW_PATH_TRUST      2
 
 /* Never fewer than this many segments (x2 by Linux): below a few MSS
  * every write waits for a delayed ACK. */
@@ -87,9 +89,10 @@
  * block's rate) and its peak held over PEAK_BLOCKS blocks of PEAK_BLOCK_US
  * (12 to 16 s).  Delivering less than CONTEST_NUM/DEN of that peak, it
  * asks for its crowd (sndbuf_path.c: this server's other flows at its
- * RTT now): if they gained at least 1/GAINED_DIV of what it lost since,
- * its share went to them, not away (flows in one bottleneck trade shares
- * while its sum holds), and it is not short.  Short at every look for
+ * RTT now): if they and it deliver CONTEST_NUM/DEN of what they did when
+ * its rate was highest, its share went to them, not away (flows in one
+ * bottleneck trade shares while their sum holds), and it is not short.
+ * Short at every look for
  * CONTEST_LASTS_US while its queue stands and has stood CONTEST_STOOD_US,
  * longer than a block, steering has only given the link to another sender
  * (a delay-based controller yields to a loss-based one without end, and
@@ -101,7 +104,6 @@
 #define SBT_LAW_PEAK_BLOCK_US   4000000
 #define SBT_LAW_PEAK_BLOCKS     4
 #define SBT_LAW_CONTEST_NUM     7
-#define SBT_LAW_GAINED_DIV      2
 #define SBT_LAW_CONTEST_DEN     8
 #define SBT_LAW_CONTEST_STOOD_US 2000000
 #define SBT_LAW_CONTEST_LASTS_US 1500000
@@ -147,6 +149,18 @@ uint32_t sbt_law_own_min_rtt(const sbt_law_sample_t *s, int *handshake)
 }
 
 
+static void sbt_law_rtt(sbt_law_t *l, const sbt_law_sample_t *s)
+{
+    uint32_t path = s->path_min_rtt_us;
+
+    l->own_min_rtt_us = sbt_law_own_min_rtt(s, &l->from_handshake);
+    l->min_rtt_us = l->own_min_rtt_us;
+    if (!l->from_handshake && path && path < l->own_min_rtt_us
+        && (uint64_t)path * SBT_LAW_PATH_TRUST >= l->own_min_rtt_us) {
+        l->min_rtt_us = path;
+    }
+}
+
 /** May the buffer be left to autotuning?  Only where SndbufTuneLimits
  *  leaves it the kernel's range: a narrower range is the administrator's,
  *  and a release let autotuning pass it (03). */
@@ -169,7 +183,7 @@ void sbt_law_begin(sbt_law_t *l, const sbt_law_limits_t *lim,
     l->rate = lim->conf_rate ? lim->conf_rate : estimate;
     /* Autotuning carries the ramp only on a socket it governs. */
     l->ramping = !s->locked_at && sbt_law_autotuning_allowed(lim);
-    l->min_rtt_us = sbt_law_own_min_rtt(s, &l->from_handshake);
+    sbt_law_rtt(l, s);
     l->block_us = l->drained_us = s->now_us;
     l->block_delivered = s->delivered;
 }
@@ -190,6 +204,11 @@ static int sbt_law_ramping(sbt_law_t *l, const sbt_law_sample_t *s)
     int grew = l->measured
                > l->ramp_rate + (l->ramp_rate >> SBT_LAW_RAMP_SHIFT);
 
+    if (s->crowd_members && !s->loss_based && !l->from_handshake
+        && sbt_law_queue_us(l, s) > l->min_rtt_us >> SBT_LAW_CROWD_SHIFT) {
+        l->ramping = 0;
+        return 0;
+    }
     if (!too_long && (l->from_handshake || grew)) {
         l->ramp_rate = l->measured;
         l->ramp_flat = 0;
@@ -285,15 +304,21 @@ static int sbt_law_below(uint64_t rate, uint64_t peak)
     return peak && rate / SBT_LAW_CONTEST_NUM * SBT_LAW_CONTEST_DEN < peak;
 }
 
-/** Did the flow's crowd gain what it lost since its peak (when the
- *  crowd was read, sndbuf_path.c's 16 s)? */
+/** Did what the flow lost since its peak (in sndbuf_path.c's 16 s) go
+ *  to its crowd: do they and it deliver 7/8 of what they did then? */
 static int sbt_law_traded(const sbt_law_t *l, const sbt_law_sample_t *s)
 {
-    uint64_t lost = s->crowd_own_then > l->rate_now
-                    ? s->crowd_own_then - l->rate_now : 0;
+    return s->crowd_members
+           && !sbt_law_below(s->crowd_rate + l->rate_now,
+                             s->crowd_rate_then + s->crowd_own_then);
+}
 
-    return s->crowd_members && s->crowd_rate > s->crowd_rate_then
-           && s->crowd_rate - s->crowd_rate_then >= lost / SBT_LAW_GAINED_DIV;
+/** Is the flow losing delivery, by the kernel's latest samples, that its
+ *  crowd did not gain? */
+static int sbt_law_losing(const sbt_law_t *l, const sbt_law_sample_t *s)
+{
+    return sbt_law_below(l->measured, sbt_law_peak(l))
+           && !sbt_law_traded(l, s);
 }
 
 /** Is the flow contested now (updates the contest's state)?  Short of
@@ -367,21 +392,6 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
     return next < cur / 2 ? cur / 2 : next;
 }
 
-/** A contested flow's floor, peak-held (updates it), at most tcp_wmem[2]. */
-static uint64_t sbt_law_window(sbt_law_t *l, const sbt_law_limits_t *lim,
-                               const sbt_law_sample_t *s)
-{
-    uint64_t now = (uint64_t)s->cwnd * s->mss * SBT_LAW_CWND_FLOOR;
-    uint64_t ceiling = lim->tcp_wmem_max / 2;
-    int64_t hold = SBT_LAW_WINDOW_HOLD_US + 2 * (int64_t)l->min_rtt_us;
-
-    if (now >= l->window || s->now_us - l->window_us > hold) {
-        l->window = now;
-        l->window_us = s->now_us;
-    }
-    return lim->tcp_wmem_max && l->window > ceiling ? ceiling : l->window;
-}
-
 /** Is the move from @a cur to @a next worth a system call? */
 static int sbt_law_worth_it(int cur, int next, uint32_t mss, int steering)
 {
@@ -400,21 +410,25 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
     uint64_t law, want;
 
     /* The queue steers unless that has cost delivery (a contest); while
-     * the flow delivers short of its peak, before that makes one, the
-     * queue may be another sender's: no steering down. */
+     * the flow delivers short of its peak, before that makes one, or its
+     * latest samples say it loses delivery, the queue may be another
+     * sender's: no steering down. */
     out->queue_us = sbt_law_queue_us(l, s);
     out->queued = !out->contested
                   && sbt_law_queue_steers(l->min_rtt_us, out->queue_us);
     want = law = sbt_law_next(l, s, out->queued ? out->queue_us : 0,
                               out->limited, cur);
-    if (out->queued && l->short_since_us && want < cur) {
+    if (out->queued && (l->short_since_us || sbt_law_losing(l, s))
+        && want < cur) {
         want = law = cur;
     }
-    if (out->contested) {
-        uint64_t window = sbt_law_window(l, lim, s);
-
-        out->windowed = window > want;
-        want = out->windowed ? window : want;
+    /* Contested, the flow is left as doing nothing would leave it, to
+     * autotuning, unless autotuning cannot reach what it needs (a long
+     * fat path) or the limits forbid it: then rate x RTT, queue or not. */
+    if (out->contested && sbt_law_autotuning_allowed(lim)
+        && 2 * law <= lim->tcp_wmem_max) {
+        return "steering cost the flow delivery (another sender shares its "
+               "queue): left to autotuning";
     }
     if (sbt_law_kernel_binds(want, lim)) {
         /* Locked at wmem_max where a queue takes the buffer down from
@@ -425,15 +439,6 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
                    "autotuning";
         }
         want = lim->wmem_max;
-    }
-    /* A contested loss-based sender needs the queue it fills and room to
-     * recover from each cycle's loss: locked only past autotuning's reach
-     * (a long fat path), never for its window: autotuning gives 1.5 x it. */
-    if (s->loss_based && out->contested
-        && sbt_law_autotuning_allowed(lim)
-        && 2 * law <= lim->tcp_wmem_max) {
-        return "loss-based congestion control, within autotuning's "
-               "reach: left to autotuning";
     }
     /* Past autotuning's ceiling only where rate x minimum RTT needs it:
      * on a fast path the smoothed RTT and the refill time would lock
@@ -475,10 +480,7 @@ static void sbt_law_retune(sbt_law_t *l, const sbt_law_limits_t *lim,
      * sender, unlike bbr, does not pace, so each refill would leave at
      * once and the bursts overflow the queue that steers it. */
     out->pace = s->loss_based && !out->contested;
-    out->why = out->queued ? "steered by the queue"
-               : out->windowed ? "the congestion window (steering cost "
-                                 "delivery: beside another sender)"
-               : "rate x RTT";
+    out->why = out->queued ? "steered by the queue" : "rate x RTT";
 }
 
 /** At tcp_wmem[2] while the rate grows, the ramp gets LIFT x the target
@@ -538,7 +540,7 @@ void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
     int ramp;
 
     *out = (sbt_law_out_t){.why = ""};
-    l->min_rtt_us = sbt_law_own_min_rtt(s, &l->from_handshake);
+    sbt_law_rtt(l, s);
     l->measured = sbt_law_estimate(l->measured, s);
     out->limited = s->has_chrono
                    && ((s->sndbuf_limited_us - l->limited_us)
@@ -558,8 +560,6 @@ void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
     out->contested = sbt_law_contested(l, s, sbt_law_queue_steers(
                                            l->min_rtt_us,
                                            sbt_law_queue_us(l, s)));
-    out->ask_crowd = !out->contested
-                     && sbt_law_below(l->rate_now, sbt_law_peak(l));
     ramp = l->ramping && sbt_law_ramping(l, s);
     out->rate_switched = sbt_law_set_rate(l, lim);
     if (ramp) {

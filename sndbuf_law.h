@@ -50,14 +50,15 @@ typedef struct {
      *  it nothing. */
     uint64_t delivered;
     int has_delivered;
-    /** From sndbuf_path.c, when the last look asked (out.ask_crowd): this
-     *  server's other flows at this flow's RTT (0: none), and what they
-     *  deliver now and did when this flow delivered most lately, and what
-     *  it did then (bytes/s). */
+    /** From sndbuf_path.c (read once a second): this server's other flows
+     *  at this flow's RTT (0: none), what they deliver now and did when
+     *  this flow delivered most lately, what it did then (bytes/s), and
+     *  the lowest minimum RTT of those to its client's address (0: none). */
     int crowd_members;
     uint64_t crowd_rate;
     uint64_t crowd_rate_then;
     uint64_t crowd_own_then;
+    uint32_t path_min_rtt_us;
     int loss_based;             /**< cubic, reno (not bbr): fill the queue */
     int locked_at;              /**< SO_SNDBUF a lock holds; 0: autotuned */
     int effective;              /**< SO_SNDBUF read (ss's tb); -1: locked */
@@ -75,12 +76,11 @@ typedef struct {
     int ramping;
     int lifted;
     int settling;               /**< looks left holding the target */
-    uint32_t min_rtt_us;        /**< the flow's own */
+    uint32_t min_rtt_us;        /**< sized for: the path's or the flow's */
+    uint32_t own_min_rtt_us;    /**< the flow's own */
     int from_handshake;         /**< which is still the handshake's */
     uint32_t retrans;           /**< at the last look */
     int recovering;             /**< looks left sized for recovery */
-    uint64_t window;            /**< peak CWND_FLOOR x cwnd x MSS */
-    int64_t window_us;          /**< since */
     /** Its delivery: per block of about 1 s (the last whole one's rate),
      *  and the most per block over the last 12-16 s. */
     int64_t block_us;
@@ -108,15 +108,11 @@ typedef struct {
     int clamped;                /**< limits, wmem_max or 2 x MSS shaped it */
     uint32_t queue_us;          /**< the queue the flow saw */
     int queued;                 /**< and it steered */
-    int windowed;               /**< sized by cwnd (a flow alone) */
     int limited;                /**< send-buffer-limited since last look */
     int rate_switched;          /**< between configured and measured */
     int pace;                   /**< have the kernel pace it (with SET) */
-    int crowd;                  /**< the crowd's other members, if asked */
-    int contested;              /**< steering cost delivery: sized alone */
-    /** The flow delivers short of its peak: the next look is to bring its
-     *  crowd's figures (sndbuf_path.c), if it has one. */
-    int ask_crowd;
+    int crowd;                  /**< the crowd's other members */
+    int contested;              /**< steering cost delivery: autotuning */
 } sbt_law_out_t;
 
 /** Start following a response; @a estimate: the rate an earlier response

@@ -8,9 +8,12 @@
  * "Crowds").  Flows through one bottleneck share its queue, so their RTTs
  * move together; and what one loses to the others there, they gain: the
  * sum holds.  A flow whose loss no such flow gained has lost it to a
- * sender this server does not know of, or to a path of its own.  Each
- * flow keeps its RTT and its delivery rate in each second of the last
- * 16 in a slot of its own; one that asks reads them all.
+ * sender this server does not know of, or to a path of its own.  Flows
+ * to one client address at one RTT take the same path: a late comer,
+ * whose own minimum RTT began in the queue the others keep, takes theirs
+ * (behind a NAT, another path has another RTT).  Each flow keeps its RTT,
+ * its minimum and its delivery rate in each second of the last 16 in a
+ * slot of its own, and reads them all once a second.
  *
  * One anonymous shared-memory segment, made before the children fork and
  * kept across restarts.  No lock: a slot has one writer, the flow whose
@@ -56,8 +59,11 @@ APLOG_USE_MODULE(sndbuf_tune);
 typedef struct {
     apr_uint64_t id;            /**< its flow's; 0: free */
     apr_int64_t at;             /**< the last look, sbt_clock_us() */
-    apr_uint32_t srtt_us;       /**< at the last look */
     apr_uint64_t block;         /**< the newest rate's block */
+    apr_uint32_t srtt_us;       /**< at the last look */
+    apr_uint32_t min_rtt_us;    /**< its own */
+    apr_uint32_t family;        /**< its client's address */
+    unsigned char addr[16];
     apr_uint32_t rate[SBT_PATH_BLOCKS];
 } __attribute__((aligned(64))) sbt_path_slot_t;
 
@@ -75,9 +81,11 @@ static sbt_paths_t *sbt_paths;
 #define SBT_LOAD(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
 #define SBT_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
-/** Take a slot for a new flow (@a f): a free one, or one whose flow has
- *  not looked for FRESH, which is cleared before any reader counts it. */
-static void sbt_path_take(sbt_path_flow_t *f, apr_int64_t now)
+/** Take a slot for a new flow (@a f) to @a client: a free one, or one
+ *  whose flow has not looked for FRESH, which is set before any reader
+ *  counts it. */
+static void sbt_path_take(sbt_path_flow_t *f, const apr_sockaddr_t *client,
+                          apr_int64_t now)
 {
     int i;
 
@@ -94,6 +102,11 @@ static void sbt_path_take(sbt_path_flow_t *f, apr_int64_t now)
             continue;
         }
         SBT_STORE(&p->block, 0);
+        memset(p->addr, 0, sizeof(p->addr));
+        if (client && client->ipaddr_len > 0 && client->ipaddr_len <= 16) {
+            memcpy(p->addr, client->ipaddr_ptr, client->ipaddr_len);
+        }
+        SBT_STORE(&p->family, client ? (apr_uint32_t)client->family : 0);
         f->slot = k;
         return;
     }
@@ -117,6 +130,7 @@ static void sbt_path_write(sbt_path_slot_t *p, const sbt_path_look_t *lk,
               kib > 0xffffffff ? 0xffffffff : (apr_uint32_t)kib);
     __atomic_store_n(&p->block, b, __ATOMIC_RELEASE);
     SBT_STORE(&p->srtt_us, lk->srtt_us);
+    SBT_STORE(&p->min_rtt_us, lk->min_rtt_us);
     __atomic_store_n(&p->at, now, __ATOMIC_RELEASE);
 }
 
@@ -142,58 +156,64 @@ static apr_uint64_t sbt_path_peak(const sbt_path_slot_t *p, apr_uint64_t b)
     return best;
 }
 
-/** The crowd of the flow in slot @a mine, at RTT @a srtt_us: the fresh
- *  flows at its RTT, and their rate now and when its own was highest. */
-static void sbt_path_crowd(int mine, apr_uint32_t srtt_us, apr_int64_t now,
-                           sbt_path_crowd_t *c)
+/** The crowd of the flow in slot @a mine: the fresh flows at its RTT,
+ *  their rate now and when its own was highest, and the lowest minimum
+ *  RTT of those to its client's address. */
+static void sbt_path_crowd(int mine, apr_int64_t now, sbt_path_crowd_t *c)
 {
+    const sbt_path_slot_t *me = &sbt_paths->slot[mine];
     apr_uint64_t b = (apr_uint64_t)now / SBT_PATH_BLOCK_US;
-    apr_uint64_t then = sbt_path_peak(&sbt_paths->slot[mine], b);
-    apr_uint32_t near = srtt_us / SBT_PATH_NEAR_DIV;
+    apr_uint64_t then = sbt_path_peak(me, b);
+    apr_uint32_t srtt = me->srtt_us, near = srtt / SBT_PATH_NEAR_DIV;
     int i;
 
-    c->own_then = sbt_path_rate(&sbt_paths->slot[mine], then);
+    c->own_then = sbt_path_rate(me, then);
     for (i = 0; i < SBT_PATH_SLOTS; i++) {
         const sbt_path_slot_t *p = &sbt_paths->slot[i];
         apr_uint32_t rtt = SBT_LOAD(&p->srtt_us);
+        apr_uint32_t min_rtt = SBT_LOAD(&p->min_rtt_us);
 
-        if (i != mine && SBT_LOAD(&p->id)
-            && now - __atomic_load_n(&p->at, __ATOMIC_ACQUIRE)
-               <= SBT_PATH_FRESH_US
-            && rtt + near >= srtt_us && rtt <= srtt_us + near) {
-            c->members++;
-            c->rate += sbt_path_rate(p, b);
-            c->rate_then += sbt_path_rate(p, then);
+        if (i == mine || !SBT_LOAD(&p->id)
+            || now - __atomic_load_n(&p->at, __ATOMIC_ACQUIRE)
+               > SBT_PATH_FRESH_US
+            || rtt + near < srtt || rtt > srtt + near) {
+            continue;
+        }
+        c->members++;
+        c->rate += sbt_path_rate(p, b);
+        c->rate_then += sbt_path_rate(p, then);
+        if (SBT_LOAD(&p->family) == me->family
+            && !memcmp(p->addr, me->addr, sizeof(p->addr))
+            && (!c->min_rtt_us || min_rtt < c->min_rtt_us)) {
+            c->min_rtt_us = min_rtt;
         }
     }
 }
 
-void sbt_path_look(sbt_path_flow_t *f, const sbt_path_look_t *lk,
-                   sbt_path_crowd_t *c)
+const sbt_path_crowd_t *sbt_path_look(sbt_path_flow_t *f,
+                                      const apr_sockaddr_t *client,
+                                      const sbt_path_look_t *lk)
 {
     apr_int64_t now = sbt_clock_us();
 
-    *c = (sbt_path_crowd_t){0, 0, 0, 0};
     if (!sbt_paths) {
-        return;
+        return &f->crowd;
     }
     if (!f->id || (f->slot >= 0
                    && SBT_LOAD(&sbt_paths->slot[f->slot].id) != f->id)) {
-        sbt_path_take(f, now);  /* new, or its slot was taken as stale */
+        sbt_path_take(f, client, now);  /* new, or its slot was taken */
     }
     if (f->slot < 0) {
-        return;
+        return &f->crowd;
     }
     sbt_path_write(&sbt_paths->slot[f->slot], lk, now);
     /* A crowd reads every slot: once a block at most. */
-    if (lk->ask && now - f->crowd_at >= SBT_PATH_BLOCK_US) {
-        f->crowd = (sbt_path_crowd_t){0, 0, 0, 0};
-        sbt_path_crowd(f->slot, lk->srtt_us, now, &f->crowd);
+    if (now - f->crowd_at >= SBT_PATH_BLOCK_US) {
+        memset(&f->crowd, 0, sizeof(f->crowd));
+        sbt_path_crowd(f->slot, now, &f->crowd);
         f->crowd_at = now;
     }
-    if (lk->ask) {
-        *c = f->crowd;
-    }
+    return &f->crowd;
 }
 
 void sbt_path_leave(sbt_path_flow_t *f)

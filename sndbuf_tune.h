@@ -265,18 +265,20 @@ void sbt_auto_register_hooks(void);
 /** What one look saw, for the others. */
 typedef struct {
     apr_uint32_t srtt_us;
+    apr_uint32_t min_rtt_us;    /**< the flow's own */
     apr_uint64_t rate;          /**< its delivery rate lately, bytes/s */
-    int ask;                    /**< the crowd's figures wanted */
 } sbt_path_look_t;
 
-/** A flow's crowd, when asked: this server's other flows at its RTT now
- *  (0: none), and their rates summed, now and in the second of the last
- *  16 in which its own rate was highest, and its own then (bytes/s). */
+/** A flow's crowd, read at most once a second: this server's other flows
+ *  at its RTT (0: none), their rates summed now and in the second of the
+ *  last 16 in which its own was highest, its own then (bytes/s), and the
+ *  lowest minimum RTT of those to its client's address (0: none). */
 typedef struct {
     int members;
     apr_uint64_t rate;
     apr_uint64_t rate_then;
     apr_uint64_t own_then;
+    apr_uint32_t min_rtt_us;
 } sbt_path_crowd_t;
 
 /** One auto flow's place in the shared segment (sndbuf_path.c's fields;
@@ -288,10 +290,11 @@ typedef struct {
     apr_int64_t crowd_at;
 } sbt_path_flow_t;
 
-/** Record flow @a f's look @a lk, and its crowd in @a c if asked, in any
- *  of the server's processes. */
-void sbt_path_look(sbt_path_flow_t *f, const sbt_path_look_t *lk,
-                   sbt_path_crowd_t *c);
+/** Record flow @a f's look @a lk at the path to @a client, for every
+ *  process of the server; its crowd as last read. */
+const sbt_path_crowd_t *sbt_path_look(sbt_path_flow_t *f,
+                                      const apr_sockaddr_t *client,
+                                      const sbt_path_look_t *lk);
 /** Flow @a f's response has ended: its slot is free. */
 void sbt_path_leave(sbt_path_flow_t *f);
 void sbt_path_register_hooks(void);

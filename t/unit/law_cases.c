@@ -734,12 +734,12 @@ static void test_promise(void)
     promise_begin(&p);
     promise_looks(&p, 20, 1000000, 150);
     is_i(p.l.rate_now, 1000000, "promise: the delivery per RATE_BLOCK 1 s");
-    ok(p.out.queued && !p.out.ask_crowd && !p.out.contested,
+    ok(p.out.queued && !p.l.short_since_us && !p.out.contested,
        "promise: at its peak, steered");
     promise_looks(&p, 10, 875000, 150);
-    ok(!p.out.ask_crowd, "promise: 7/8 of the peak is not short");
+    ok(!p.l.short_since_us, "promise: 7/8 of the peak is not short");
     promise_looks(&p, 10, 874000, 150);
-    ok(p.out.ask_crowd, "promise: under 7/8, it asks for its crowd");
+    ok(p.l.short_since_us, "promise: under 7/8, short");
     promise_looks(&p, 1, 874000, 250);
     ok(!p.out.contested && p.out.queued && p.out.act == SBT_LAW_KEEP,
        "promise: short, not contested yet, but no steering down");
@@ -748,8 +748,9 @@ static void test_promise(void)
     promise_looks(&p, 1, 874000, 150);
     ok(p.out.contested && !p.out.queued, "promise: short at every look for "
        "CONTEST_LASTS 1.5 s: contested, sized alone");
-    is_s(p.out.why, "the congestion window (steering cost delivery: beside "
-         "another sender)", "promise: the debug log says so");
+    is_s(p.out.why, "steering cost the flow delivery (another sender shares "
+         "its queue): left to autotuning", "promise: the debug log says so");
+    is_i(p.out.act, SBT_LAW_RELEASE, "promise: (given back)");
     is_i(p.l.contested_until_us, p.s.now_us + 8000000, "promise: for "
          "CONTEST_HOLD 8 s");
     promise_looks(&p, 80, 1000000, 150);
@@ -768,7 +769,7 @@ static void test_promise(void)
     promise_begin(&p);
     promise_looks(&p, 20, 1000000, 150);
     promise_looks(&p, 30, 500000, 104);
-    ok(p.out.ask_crowd && !p.out.contested, "promise: not while the queue "
+    ok(!p.l.short_since_us && !p.out.contested, "promise: not while the queue "
        "is too short to steer by");
     promise_looks(&p, 19, 500000, 150);
     ok(!p.out.contested, "promise: nor until it has stood CONTEST_STOOD "
@@ -777,26 +778,23 @@ static void test_promise(void)
     ok(!p.out.contested && p.l.short_since_us, "promise: then short");
 
     /* A share that went to its crowd (the other flows at its RTT) is not
-     * lost: they gained half of what it lost (GAINED_DIV 2). */
+     * lost: they and it deliver 7/8 of what they did at its peak. */
     promise_begin(&p);
     promise_looks(&p, 20, 1000000, 150);
     promise_looks(&p, 10, 500000, 150);
     p.s.crowd_members = 3;
-    p.s.crowd_rate = 3250000;
+    p.s.crowd_rate = 3000000;
     p.s.crowd_rate_then = 3000000;
     p.s.crowd_own_then = 1000000;
     p.s.now_us += 100 * MS;
     sbt_law_look(&p.l, &p.lim, &p.s, &p.out);
-    ok(p.out.ask_crowd && p.out.crowd == 3 && !p.l.short_since_us,
-       "promise: what it lost, its crowd gained: not short");
-    p.s.crowd_rate = 3249999;
+    ok(p.out.crowd == 3 && !p.l.short_since_us,
+       "promise: its crowd delivering 7/8 of what they did at its peak: "
+       "not short");
+    p.s.crowd_rate = 2999999;
     p.s.now_us += 100 * MS;
     sbt_law_look(&p.l, &p.lim, &p.s, &p.out);
-    ok(p.l.short_since_us, "promise: less than half of it: short");
-    p.s.crowd_rate = 2000000;
-    p.s.now_us += 100 * MS;
-    sbt_law_look(&p.l, &p.lim, &p.s, &p.out);
-    ok(p.l.short_since_us, "promise: a crowd that lost too: short");
+    ok(p.l.short_since_us, "promise: less: short");
 
     /* Where the kernel counts no delivery, steering is never checked,
      * so never done. */
@@ -808,91 +806,36 @@ static void test_promise(void)
        "kernel before 4.18): never steered");
 }
 
-/* A contested flow is never locked below its congestion window; law (no
- * queue): 7/8 x 1 MB/s x 101 ms = 88375, cwnd 200 x MSS = 289600. */
-static const char *window_why;
-
-static int window_look(sbt_law_limits_t *lim, int contested, uint32_t cwnd)
+/* Contested, a flow is left as doing nothing leaves it: to autotuning,
+ * unless autotuning cannot reach its rate x RTT or the limits forbid it:
+ * then that, queue or not (7/8 x 1 MB/s x 101 ms = 88375). */
+static void test_contested(void)
 {
+    sbt_law_limits_t lim = lab();
     sbt_law_t l;
     sbt_law_out_t out;
     sbt_law_sample_t s;
 
-    begin_locked(&l, lim, 100, 1000000, 100000);
-    s = look_at(100, 100, 1000000, 100000, 0);
-    s.has_delivered = !contested;
-    s.cwnd = cwnd;
-    sbt_law_look(&l, lim, &s, &out);
-    window_why = out.why;
-    return out.act == SBT_LAW_SET ? out.size : -1;
-}
-
-static void test_window(void)
-{
-    sbt_law_limits_t lim = lab();
-
-    is_i(window_look(&lim, 1, 200), 2 * 200 * MSS, "window: a contested "
-         "flow is locked no lower than 2 x cwnd x MSS (CWND_FLOOR 2)");
-    is_i(window_look(&lim, 1, 10), 88375, "window: above a small window, "
-         "rate x RTT");
-    ok(!strcmp(window_why, "rate x RTT"), "window: (and says that)");
-    is_i(window_look(&lim, 0, 200), 88375, "window: a flow not contested "
-         "is sized by rate x RTT, not its window");
+    begin_locked(&l, &lim, 100, 1000000, 100000);
+    s = unchecked_at(100, 100, 1000000, 100000, 0);
+    s.srtt_us = 150 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.contested && out.act == SBT_LAW_RELEASE, "contested: given back "
+       "to autotuning");
     lim.limit_max = 262144;
-    is_i(window_look(&lim, 1, 200), 262144, "window: never past "
-         "SndbufTuneLimits' maximum");
-}
-
-/* The window's peak is held through BBR's PROBE_RTT (cwnd 4 segments for
- * 200 ms and a round), for WINDOW_HOLD_US + 2 RTTs. */
-static void test_window_hold(void)
-{
-    sbt_law_limits_t lim = lab();
-    sbt_law_t l;
-    sbt_law_out_t out;
-    sbt_law_sample_t s;
-    int cur = 2 * 200 * MSS;
-
     begin_locked(&l, &lim, 100, 1000000, 100000);
     s = unchecked_at(100, 100, 1000000, 100000, 0);
-    s.cwnd = 200;
     sbt_law_look(&l, &lim, &s, &out);
-    is_i(out.size, cur, "window hold: locked at the window");
-    s = unchecked_at(1300, 100, 1000000, cur, 0);   /* 1.2 s on: the hold's end */
-    s.cwnd = 4;
+    ok(out.act == SBT_LAW_SET && out.size == 88375, "contested: within "
+       "the administrator's narrower limits, rate x RTT");
+    lim = lab();
+    begin_locked(&l, &lim, 250, 8 * R30M, 1 << 20);
+    s = unchecked_at(250, 250, 8 * R30M, 1 << 20, 0);
+    s.srtt_us = 300 * MS;
     sbt_law_look(&l, &lim, &s, &out);
-    ok(out.act != SBT_LAW_SET, "window hold: PROBE_RTT's cwnd of 4 keeps "
-       "it, up to WINDOW_HOLD_US + 2 RTTs");
-    s = unchecked_at(1300, 100, 1000000, cur, 0);
-    s.now_us += 1;                              /* past it */
-    s.cwnd = 150;
-    sbt_law_look(&l, &lim, &s, &out);
-    ok(out.act == SBT_LAW_SET && out.size == 2 * 150 * MSS, "window hold: "
-       "then a smaller window is followed");
-}
-
-/* A window past tcp_wmem[2] / 2 locks no more than autotuning gives,
- * unless the law itself wants more (a long fat path). */
-static void test_window_cap(void)
-{
-    sbt_law_limits_t lim = lab();
-    sbt_law_t l;
-    sbt_law_out_t out;
-    sbt_law_sample_t s;
-
-    lim.limit_max = lim.wmem_max = 16 << 20;
-    begin_locked(&l, &lim, 100, 1000000, 100000);
-    s = unchecked_at(100, 100, 1000000, 100000, 0);
-    s.cwnd = 5000;
-    sbt_law_look(&l, &lim, &s, &out);
-    is_i(out.size, 2097152, "window cap: at tcp_wmem[2] / 2");
-    begin_locked(&l, &lim, 250, 8 * R30M, 4 << 20);
-    s = unchecked_at(250, 250, 8 * R30M, 4 << 20, 0);
-    s.cwnd = 10000;
-    sbt_law_look(&l, &lim, &s, &out);
-    ok(out.act == SBT_LAW_SET && out.size > 2097152
-       && out.size < 10000 * MSS, "window cap: past it only as far as "
-       "the law (240 Mbit/s, 250 ms), not the window");
+    ok(out.act == SBT_LAW_SET && out.size > 2097152 && !out.queued,
+       "contested: past autotuning's reach (240 Mbit/s, 250 ms), rate x "
+       "RTT, not steered");
 }
 
 static void test_rates(void)
@@ -1137,9 +1080,7 @@ int main(void)
     test_loss_based();
     test_queue();
     test_promise();
-    test_window();
-    test_window_hold();
-    test_window_cap();
+    test_contested();
     test_rates();
     test_loopback_cap();
     test_edges();

@@ -52,7 +52,6 @@ typedef struct {
     sbt_law_limits_t lim;
     sbt_law_t law;
     int cur;                    /* SO_SNDBUF locked; 0: autotuned */
-    int ask;
     int64_t next_us;
     double delivered, rate, limited_us;
     /* For the checks, from 10 s on: delivered, time steered and short of
@@ -218,9 +217,7 @@ static sbt_law_sample_t sample_of(const world_t *w, const flow_t *f)
     s.has_delivered = 1;
     s.locked_at = f->cur;
     s.effective = f->cur ? -1 : (int)(3 * cwnd_of(w, f));
-    if (f->ask) {
-        crowd_of(w, f, &s);
-    }
+    crowd_of(w, f, &s);
     return s;
 }
 
@@ -233,7 +230,6 @@ static void look(world_t *w, flow_t *f)
     double peak = 0;
 
     sbt_law_look(&f->law, &f->lim, &s, &out);
-    f->ask = out.ask_crowd;
     f->cur = out.act == SBT_LAW_SET ? out.size
              : out.act == SBT_LAW_RELEASE ? 0 : f->cur;
     f->next_us = w->now_us + s.srtt_us;

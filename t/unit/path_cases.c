@@ -9,6 +9,7 @@
  * table.  The clock is this file's (sbt_clock_us), so time is exact.
  */
 
+#include <arpa/inet.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,18 +32,32 @@ apr_int64_t sbt_clock_us(void)
     return now_us;
 }
 
-/* A flow's look at RTT @a srtt_us, delivering @a rate B/s lately. */
+/* The client address the next look's flow is to. */
+static apr_sockaddr_t client;
+static struct in_addr client_in;
+
+static void client_is(const char *dotted)
+{
+    inet_pton(AF_INET, dotted, &client_in);
+    client.family = AF_INET;
+    client.ipaddr_ptr = &client_in;
+    client.ipaddr_len = sizeof(client_in);
+}
+
+/* A flow's look at RTT @a srtt_us, delivering @a rate B/s lately, to
+ * the client at client_addr; its crowd as read now (@a ask) or last. */
 static sbt_path_crowd_t look(sbt_path_flow_t *f, apr_uint32_t srtt_us,
                              apr_uint64_t rate, int ask)
 {
     sbt_path_look_t lk;
-    sbt_path_crowd_t c;
 
     lk.srtt_us = srtt_us;
+    lk.min_rtt_us = srtt_us;
     lk.rate = rate;
-    lk.ask = ask;
-    sbt_path_look(f, &lk, &c);
-    return c;
+    if (ask) {
+        f->crowd_at = 0;
+    }
+    return *sbt_path_look(f, &client, &lk);
 }
 
 /* @a secs seconds of looks every 100 ms by @a n flows, flow i at RTT
@@ -50,7 +65,9 @@ static sbt_path_crowd_t look(sbt_path_flow_t *f, apr_uint32_t srtt_us,
 static sbt_path_crowd_t run(sbt_path_flow_t *f, int n, int secs,
                             const apr_uint32_t *rtt, const apr_uint64_t *rate)
 {
-    sbt_path_crowd_t c = {0, 0, 0, 0};
+    sbt_path_crowd_t c;
+
+    memset(&c, 0, sizeof(c));
     int k, i;
 
     for (k = 0; k < secs * 10; k++) {
@@ -97,6 +114,44 @@ static void test_crowds(void)
     c = run(f, 1, 5, rtt, fast);
     is_i(c.members, 0, "crowd: a flow alone has none");
     leave_all(f, 1);
+}
+
+/* Flows to one address at one RTT take the same path: a late comer takes
+ * the lowest minimum RTT among them.  Behind a NAT another path has
+ * another RTT; another address, another path. */
+static void test_min_rtt(void)
+{
+    sbt_path_flow_t f[4];
+    sbt_path_look_t lk = {200000, 100000, 1 << 20};
+    const sbt_path_crowd_t *c;
+    int i;
+
+    memset(f, 0, sizeof(f));
+    client_is("198.18.2.1");
+    sbt_path_look(&f[0], &client, &lk);
+    lk.min_rtt_us = 150000;     /* began in the queue: a late comer */
+    sbt_path_look(&f[1], &client, &lk);
+    lk.srtt_us = 60000;         /* behind the same NAT, a faster path */
+    lk.min_rtt_us = 30000;
+    sbt_path_look(&f[2], &client, &lk);
+    client_is("198.18.2.2");
+    lk.srtt_us = 200000;
+    lk.min_rtt_us = 50000;      /* another address at the same RTT */
+    sbt_path_look(&f[3], &client, &lk);
+    now_us += SEC;
+    client_is("198.18.2.1");
+    lk.srtt_us = 200000;
+    lk.min_rtt_us = 150000;
+    c = sbt_path_look(&f[1], &client, &lk);
+    is_i(c->members, 2, "min rtt: the late comer's crowd: the flows at its "
+         "RTT, of either address");
+    is_i(c->min_rtt_us, 100000, "min rtt: the lowest of those to its own "
+         "address, not another path's behind its NAT, nor another "
+         "address's");
+    for (i = 0; i < 4; i++) {
+        sbt_path_leave(&f[i]);
+    }
+    now_us += 10 * SEC;
 }
 
 /* A flow that stops looking is no member after FRESH 2 s. */
@@ -209,6 +264,7 @@ int main(void)
     sbt_stubs_start(pool, &s);
     test_crowds();
     test_fresh();
+    test_min_rtt();
     test_ids();
     test_killed();
     return done_testing();
