@@ -45,13 +45,18 @@
  * so flows through one bottleneck settle at equal rates.  Past STEP_ROOM
  * (1/4 of the minimum RTT) the step shrinks in proportion, alike for all:
  * N flows queue sqrt(N) x STEP, not N x (nearly a BDP for 100).  Steered,
- * every move over 1/128 is made: at 1/16 a crowd stayed up to 25% off. */
+ * every move over 1/128 is made: at 1/16 a crowd stayed up to 25% off.
+ * A flow with no crowd (no flow at its RTT) is never steered below
+ * ALONE/8 x its rate x its minimum RTT: Linux wakes the writer only once
+ * a third of the buffer is free, and below that the pipe runs dry before
+ * the refill (on one path, 0.94 of autotuning's goodput at 9/8). */
 #define SBT_LAW_QUEUE_SHIFT     4
 #define SBT_LAW_QUEUE_MIN       2000    /* microseconds */
 #define SBT_LAW_GROW_SHIFT      2
 #define SBT_LAW_STEP_SEGMENTS   8
 #define SBT_LAW_STEP_ROOM_SHIFT 2
 #define SBT_LAW_STEER_SHIFT     7
+#define SBT_LAW_ALONE_NUM       9
 
 /* With no queue the target also covers the writer's refill time (a
  * wakeup and a sendfile), which on a 1 ms path is as long as the path. */
@@ -87,23 +92,23 @@
 /* The promise: steering (the queue term) must cost the flow nothing.  A
  * flow's delivery is counted per block of RATE_BLOCK_US (its last whole
  * block's rate) and its peak held over PEAK_BLOCKS blocks of PEAK_BLOCK_US
- * (12 to 16 s).  Delivering less than CONTEST_NUM/DEN of that peak, it
- * asks for its crowd (sndbuf_path.c: this server's other flows at its
- * RTT now): if they and it deliver CONTEST_NUM/DEN of what they did when
- * its rate was highest, its share went to them, not away (flows in one
- * bottleneck trade shares while their sum holds), and it is not short.
- * Short at every look for
- * CONTEST_LASTS_US while its queue stands and has stood CONTEST_STOOD_US,
- * longer than a block, steering has only given the link to another sender
- * (a delay-based controller yields to a loss-based one without end, and
- * BBR's PROBE_RTT drains a queue and its delivery at once): the flow is
- * contested, sized as a flow alone for CONTEST_HOLD_US, doubled at each
- * contest up to HOLD_DOUBLINGS times, then steers again.  While it is
- * short, before that, it never steers down. */
+ * (12 to 16 s).  Delivering less than CONTEST_NUM/DEN of that peak, it is
+ * short, unless its crowd (sndbuf_path.c: this server's other flows at
+ * its RTT now) gained 1/GAINED_DIV of what it lost since its rate was
+ * highest: then its share went to them, not away (flows in one bottleneck
+ * trade shares while their sum holds).  While short it never steers down.
+ * Short at every look for CONTEST_LASTS_US while its queue stands and has
+ * stood CONTEST_STOOD_US, longer than a block, steering has only given
+ * the link to another sender (a delay-based controller yields to a
+ * loss-based one without end, and BBR's PROBE_RTT drains a queue and its
+ * delivery at once): the flow is contested, left to autotuning for
+ * CONTEST_HOLD_US, doubled at each contest up to HOLD_DOUBLINGS times,
+ * then steers again. */
 #define SBT_LAW_RATE_BLOCK_US   1000000
 #define SBT_LAW_PEAK_BLOCK_US   4000000
 #define SBT_LAW_PEAK_BLOCKS     4
 #define SBT_LAW_CONTEST_NUM     7
+#define SBT_LAW_GAINED_DIV      2
 #define SBT_LAW_CONTEST_DEN     8
 #define SBT_LAW_CONTEST_STOOD_US 2000000
 #define SBT_LAW_CONTEST_LASTS_US 1500000
@@ -305,19 +310,22 @@ static int sbt_law_below(uint64_t rate, uint64_t peak)
 }
 
 /** Did what the flow lost since its peak (in sndbuf_path.c's 16 s) go
- *  to its crowd: do they and it deliver 7/8 of what they did then? */
+ *  to its crowd: did they gain at least 1/GAINED_DIV of it?  Their gain,
+ *  not their sum: a sum would hide one flow's loss among many. */
 static int sbt_law_traded(const sbt_law_t *l, const sbt_law_sample_t *s)
 {
-    return s->crowd_members
-           && !sbt_law_below(s->crowd_rate + l->rate_now,
-                             s->crowd_rate_then + s->crowd_own_then);
+    uint64_t lost = s->crowd_own_then > l->rate_now
+                    ? s->crowd_own_then - l->rate_now : 0;
+
+    return s->crowd_members && s->crowd_rate > s->crowd_rate_then
+           && s->crowd_rate - s->crowd_rate_then >= lost / SBT_LAW_GAINED_DIV;
 }
 
-/** Is the flow losing delivery, by the kernel's latest samples, that its
- *  crowd did not gain? */
+/** Does the flow deliver short of its peak what its crowd did not gain?
+ *  (Its queue may be another sender's.) */
 static int sbt_law_losing(const sbt_law_t *l, const sbt_law_sample_t *s)
 {
-    return sbt_law_below(l->measured, sbt_law_peak(l))
+    return sbt_law_below(l->rate_now, sbt_law_peak(l))
            && !sbt_law_traded(l, s);
 }
 
@@ -336,8 +344,7 @@ static int sbt_law_contested(sbt_law_t *l, const sbt_law_sample_t *s,
         return 1;
     }
     if (!queue_stands || s->now_us - l->drained_us < SBT_LAW_CONTEST_STOOD_US
-        || !sbt_law_below(l->rate_now, sbt_law_peak(l))
-        || sbt_law_traded(l, s)) {
+        || !sbt_law_losing(l, s)) {
         l->short_since_us = 0;
         return 0;
     }
@@ -369,15 +376,17 @@ static uint64_t sbt_law_step(const sbt_law_t *l, const sbt_law_sample_t *s,
 static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
                              uint32_t queue_us, int limited, uint64_t cur)
 {
-    uint64_t next;
+    uint64_t next, floor;
 
     if (queue_us) {
         next = (cur + cur * ((uint64_t)l->min_rtt_us + s->rttvar_us)
                       / s->srtt_us
                 + sbt_law_step(l, s, queue_us)) / 2;
-        if (l->settling && next < sbt_law_target(l->rate, l->min_rtt_us)) {
-            next = sbt_law_target(l->rate, l->min_rtt_us);
-        }
+        floor = sbt_law_target(l->rate, l->min_rtt_us);
+        floor = !s->crowd_members ? floor / SBT_LAW_FACTOR_NUM
+                                    * SBT_LAW_ALONE_NUM
+                : l->settling ? floor : 0;
+        next = next < floor ? floor : next;
     }
     else {
         next = sbt_law_target(l->rate, (uint64_t)s->srtt_us + s->rttvar_us
@@ -418,8 +427,7 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
                   && sbt_law_queue_steers(l->min_rtt_us, out->queue_us);
     want = law = sbt_law_next(l, s, out->queued ? out->queue_us : 0,
                               out->limited, cur);
-    if (out->queued && (l->short_since_us || sbt_law_losing(l, s))
-        && want < cur) {
+    if (out->queued && sbt_law_losing(l, s) && want < cur) {
         want = law = cur;
     }
     /* Contested, the flow is left as doing nothing would leave it, to

@@ -68,6 +68,16 @@ static sbt_law_sample_t look_at(int64_t t_ms, uint32_t rtt_ms, uint64_t rate,
     return s;
 }
 
+/* The same look with a crowd: another flow of this server at its RTT. */
+static sbt_law_sample_t crowd_at(int64_t t_ms, uint32_t rtt_ms,
+                                 uint64_t rate, int locked, int tb)
+{
+    sbt_law_sample_t s = look_at(t_ms, rtt_ms, rate, locked, tb);
+
+    s.crowd_members = 1;
+    return s;
+}
+
 /* The same look where the kernel counts no delivered segments (< 4.18):
  * the law cannot check that steering costs nothing, so it never steers
  * (sized as a contested flow is). */
@@ -332,6 +342,7 @@ static void test_loss(void)
     s = look_at(100, 100, 1000000, base, 0);
     s.total_retrans = 3;
     s.srtt_us = 150 * MS;
+    s.crowd_members = 1;
     sbt_law_look(&l, &lim, &s, &out);
     ok(out.queued && out.size < base, "loss: not under a queue (the "
        "losses are that queue overflowing): steered");
@@ -586,7 +597,7 @@ static void test_queue(void)
 
     begin_locked(&l, &lim, 100, 500000, cur);
     l.settling = 0;
-    s = look_at(100, 100, 500000, cur, 0);
+    s = crowd_at(100, 100, 500000, cur, 0);
     s.srtt_us = 150 * MS;
     sbt_law_look(&l, &lim, &s, &out);
     ok(out.queued, "queue: 50 ms over a 100 ms minimum steers");
@@ -601,7 +612,7 @@ static void test_queue(void)
      * it, as a queue that does not shrink while the buffer halves is
      * another sender's (test_compete). */
     for (i = 0, cur = 130000; i < 200; i++) {
-        s = look_at(200 + 10 * i, 100, 500000, cur, 0);
+        s = crowd_at(200 + 10 * i, 100, 500000, cur, 0);
         s.srtt_us = 120 * MS;
         sbt_law_look(&l, &lim, &s, &out);
         if (out.act == SBT_LAW_SET) {
@@ -618,7 +629,7 @@ static void test_queue(void)
     /* Within the room, the full step: 25 ms of queue over 100. */
     begin_locked(&l, &lim, 100, 500000, 400000);
     l.settling = 0;
-    s = look_at(100, 100, 500000, 400000, 0);
+    s = crowd_at(100, 100, 500000, 400000, 0);
     s.srtt_us = 125 * MS;
     sbt_law_look(&l, &lim, &s, &out);
     want = (400000 + (uint64_t)400000 * 100 / 125 + 8 * MSS) / 2;
@@ -630,7 +641,7 @@ static void test_queue(void)
     begin_locked(&l, &lim, 100, 500000, 34000);
     l.settling = 0;
     for (i = 0, cur = 34000; i < 400; i++) {
-        s = look_at(200 + 10 * i, 100, 500000, cur, 0);
+        s = crowd_at(200 + 10 * i, 100, 500000, cur, 0);
         s.srtt_us = 150 * MS;
         sbt_law_look(&l, &lim, &s, &out);
         if (out.act == SBT_LAW_SET) {
@@ -643,7 +654,7 @@ static void test_queue(void)
 
     begin_locked(&l, &lim, 100, 500000, 400000);
     l.settling = 0;
-    s = look_at(100, 100, 500000, 400000, 0);
+    s = crowd_at(100, 100, 500000, 400000, 0);
     s.srtt_us = 105 * MS;               /* 5 ms: under 1/16 of 100 */
     sbt_law_look(&l, &lim, &s, &out);
     ok(!out.queued, "queue: under min rtt / 16 is room, not a queue");
@@ -658,11 +669,21 @@ static void test_queue(void)
     begin_locked(&l, &lim, 100, 1000000, 100000);
     ok(l.settling == 0, "settle: only after a ramp");
     l.settling = 8;
-    s = look_at(100, 100, 1000000, 100000, 0);
+    s = crowd_at(100, 100, 1000000, 100000, 0);
     s.srtt_us = 300 * MS;
     sbt_law_look(&l, &lim, &s, &out);
     is_i(out.size, (int)(1000000ull * 100000 / 1000000 * 7 / 8),
          "settle: floor at the target while settling");
+
+    /* A flow with no crowd is never steered below ALONE 9/8 x its rate
+     * x its minimum RTT: the writer's refill. */
+    begin_locked(&l, &lim, 100, 1000000, 120000);
+    s = look_at(100, 100, 1000000, 120000, 0);
+    s.srtt_us = 300 * MS;
+    sbt_law_look(&l, &lim, &s, &out);
+    ok(out.queued, "queue: a flow with no crowd steers by its queue too");
+    is_i(out.size, (int)(1000000ull * 100000 / 1000000 * 7 / 8 / 7 * 9),
+         "queue: never below ALONE 9/8 x rate x minimum RTT");
 }
 
 /* Longer than any look's own hold could be: a contest's. */
@@ -679,6 +700,7 @@ typedef struct {
     int64_t t_ms;
     uint64_t delivered;
     int cur;
+    int members;                /* its crowd (gaining nothing) */
 } promise_t;
 
 static void promise_begin(promise_t *p)
@@ -701,6 +723,7 @@ static void promise_looks(promise_t *p, int n, uint64_t rate,
         p->s = look_at(p->t_ms, 100, rate, p->cur, 0);
         p->s.srtt_us = srtt_ms * MS;
         p->s.cwnd = 200;
+        p->s.crowd_members = p->members;
         p->s.delivered = p->delivered;
         sbt_law_look(&p->l, &p->lim, &p->s, &p->out);
         if (p->out.act == SBT_LAW_SET) {
@@ -740,9 +763,11 @@ static void test_promise(void)
     ok(!p.l.short_since_us, "promise: 7/8 of the peak is not short");
     promise_looks(&p, 10, 874000, 150);
     ok(p.l.short_since_us, "promise: under 7/8, short");
+    p.members = 1;              /* a crowd that gained nothing */
     promise_looks(&p, 1, 874000, 250);
     ok(!p.out.contested && p.out.queued && p.out.act == SBT_LAW_KEEP,
        "promise: short, not contested yet, but no steering down");
+    p.members = 0;
     promise_looks(&p, 13, 874000, 150);
     ok(!p.out.contested, "promise: not while it lasts under 1.5 s");
     promise_looks(&p, 1, 874000, 150);
@@ -778,20 +803,19 @@ static void test_promise(void)
     ok(!p.out.contested && p.l.short_since_us, "promise: then short");
 
     /* A share that went to its crowd (the other flows at its RTT) is not
-     * lost: they and it deliver 7/8 of what they did at its peak. */
+     * lost: they gained half of what it lost (GAINED_DIV 2). */
     promise_begin(&p);
     promise_looks(&p, 20, 1000000, 150);
     promise_looks(&p, 10, 500000, 150);
     p.s.crowd_members = 3;
-    p.s.crowd_rate = 3000000;
+    p.s.crowd_rate = 3250000;
     p.s.crowd_rate_then = 3000000;
     p.s.crowd_own_then = 1000000;
     p.s.now_us += 100 * MS;
     sbt_law_look(&p.l, &p.lim, &p.s, &p.out);
     ok(p.out.crowd == 3 && !p.l.short_since_us,
-       "promise: its crowd delivering 7/8 of what they did at its peak: "
-       "not short");
-    p.s.crowd_rate = 2999999;
+       "promise: what it lost, its crowd gained: not short");
+    p.s.crowd_rate = 3249999;
     p.s.now_us += 100 * MS;
     sbt_law_look(&p.l, &p.lim, &p.s, &p.out);
     ok(p.l.short_since_us, "promise: less: short");
