@@ -46,26 +46,30 @@
  * (1/4 of the minimum RTT) the step shrinks in proportion, alike for all:
  * N flows queue sqrt(N) x STEP, not N x (nearly a BDP for 100).  Steered,
  * every move over 1/128 is made: at 1/16 a crowd stayed up to 25% off.
- * A flow with no crowd (no flow at its RTT) is never steered below
- * ALONE/8 x its rate x its minimum RTT: Linux wakes the writer only once
- * a third of the buffer is free, and below that the pipe runs dry before
- * the refill (on one path, 0.94 of autotuning's goodput at 9/8). */
+ * Never steered below ALONE/8 x its rate x its minimum RTT, a crowd's
+ * member below CROWD/8 x its share: Linux wakes the writer only once a
+ * third of the buffer is free, and less runs a flow's pipe dry before the
+ * refill comes (0.91-0.94 of autotuning's goodput at 9/8 alone); in a
+ * crowd the others' queued data covers one member's refill. */
 #define SBT_LAW_QUEUE_SHIFT     4
 #define SBT_LAW_QUEUE_MIN       2000    /* microseconds */
 #define SBT_LAW_GROW_SHIFT      2
 #define SBT_LAW_STEP_SEGMENTS   8
 #define SBT_LAW_STEP_ROOM_SHIFT 2
 #define SBT_LAW_STEER_SHIFT     7
-#define SBT_LAW_ALONE_NUM       9
+#define SBT_LAW_ALONE_NUM       11
+#define SBT_LAW_CROWD_NUM       9
 
 /* With no queue the target also covers the writer's refill time (a
  * wakeup and a sendfile), which on a 1 ms path is as long as the path. */
 #define SBT_LAW_REFILL_US       1000
 
-/* A crowd's queue (the RTT a quarter of the minimum above it and its
- * variation) ends a bbr flow's ramp, with no settling looks: BBR's startup
- * ignores losses, and growing only fills the queue the crowd's late flows
- * must then cross.  A loss-based flow's slow start ends at its first loss. */
+/* The queue of a crowd to the same client (the RTT a quarter of the
+ * minimum above it and its variation) ends a bbr flow's ramp, with no
+ * settling looks: BBR's startup ignores losses, and growing only fills the
+ * queue the crowd's late flows must then cross.  Not another client's
+ * crowd: a ramp is what doing nothing gets, the measure of what steering
+ * may not cost.  A loss-based flow's slow start ends at its first loss. */
 #define SBT_LAW_CROWD_SHIFT     2
 
 /* A configured rate is the client's: sized for while the flow gets at
@@ -94,10 +98,14 @@
  * block's rate) and its peak held over PEAK_BLOCKS blocks of PEAK_BLOCK_US
  * (12 to 16 s).  Delivering less than CONTEST_NUM/DEN of that peak, it is
  * short, unless its crowd (sndbuf_path.c: this server's other flows at
- * its RTT now) gained 1/GAINED_DIV of what it lost since its rate was
- * highest: then its share went to them, not away (flows in one bottleneck
- * trade shares while their sum holds).  While short it never steers down.
- * Short at every look for CONTEST_LASTS_US while its queue stands and has
+ * its RTT now) and it deliver CONTEST_NUM/DEN of what they did when its
+ * rate was highest: then its share went to them, not away (flows in one
+ * bottleneck trade shares while their sum holds), and a contest is the
+ * whole crowd's, each member short with the others.  While short it
+ * never steers down.
+ * Short at every look for CONTEST_LASTS_US (CROWD_LASTS_US in a crowd,
+ * whose sum over the members a flow sees now is noisier than one flow's
+ * rate: four reads) while its queue stands and has
  * stood CONTEST_STOOD_US, longer than a block, steering has only given
  * the link to another sender (a delay-based controller yields to a
  * loss-based one without end, and BBR's PROBE_RTT drains a queue and its
@@ -108,12 +116,13 @@
 #define SBT_LAW_PEAK_BLOCK_US   4000000
 #define SBT_LAW_PEAK_BLOCKS     4
 #define SBT_LAW_CONTEST_NUM     7
-#define SBT_LAW_GAINED_DIV      2
 #define SBT_LAW_CONTEST_DEN     8
 #define SBT_LAW_CONTEST_STOOD_US 2000000
 #define SBT_LAW_CONTEST_LASTS_US 1500000
+#define SBT_LAW_CROWD_LASTS_US  4000000
 #define SBT_LAW_CONTEST_HOLD_US 8000000
 #define SBT_LAW_HOLD_DOUBLINGS  3
+#define SBT_LAW_DOWN_SHIFT      3
 
 /* Send-buffer-limited for more than 1/8 of an interval means limited. */
 #define SBT_LAW_LIMITED_SHIFT   3
@@ -191,6 +200,7 @@ void sbt_law_begin(sbt_law_t *l, const sbt_law_limits_t *lim,
     sbt_law_rtt(l, s);
     l->block_us = l->drained_us = s->now_us;
     l->block_delivered = s->delivered;
+    l->block_limited_us = s->sndbuf_limited_us;
 }
 
 /** The queue: the smoothed RTT beyond the minimum and its variation. */
@@ -209,7 +219,7 @@ static int sbt_law_ramping(sbt_law_t *l, const sbt_law_sample_t *s)
     int grew = l->measured
                > l->ramp_rate + (l->ramp_rate >> SBT_LAW_RAMP_SHIFT);
 
-    if (s->crowd_members && !s->loss_based && !l->from_handshake
+    if (s->path_min_rtt_us && !s->loss_based && !l->from_handshake
         && sbt_law_queue_us(l, s) > l->min_rtt_us >> SBT_LAW_CROWD_SHIFT) {
         l->ramping = 0;
         return 0;
@@ -284,6 +294,8 @@ static uint64_t sbt_law_peak(const sbt_law_t *l)
 static void sbt_law_count(sbt_law_t *l, const sbt_law_sample_t *s)
 {
     int64_t span = s->now_us - l->block_us, epoch, e;
+    int bound = ((s->sndbuf_limited_us - l->block_limited_us)
+                 << SBT_LAW_LIMITED_SHIFT) > (uint64_t)span;
 
     if (span < SBT_LAW_RATE_BLOCK_US || s->delivered < l->block_delivered) {
         return;
@@ -292,6 +304,9 @@ static void sbt_law_count(sbt_law_t *l, const sbt_law_sample_t *s)
                   / (uint64_t)span;
     l->block_us = s->now_us;
     l->block_delivered = s->delivered;
+    l->block_limited_us = s->sndbuf_limited_us;
+    l->bound = bound;
+    l->proven |= bound;
     epoch = s->now_us / SBT_LAW_PEAK_BLOCK_US;
     for (e = l->peak_epoch + 1; e <= epoch
          && e <= l->peak_epoch + SBT_LAW_PEAK_BLOCKS; e++) {
@@ -310,15 +325,13 @@ static int sbt_law_below(uint64_t rate, uint64_t peak)
 }
 
 /** Did what the flow lost since its peak (in sndbuf_path.c's 16 s) go
- *  to its crowd: did they gain at least 1/GAINED_DIV of it?  Their gain,
- *  not their sum: a sum would hide one flow's loss among many. */
+ *  to its crowd: do they and it still deliver CONTEST_NUM/DEN of what
+ *  they did then? */
 static int sbt_law_traded(const sbt_law_t *l, const sbt_law_sample_t *s)
 {
-    uint64_t lost = s->crowd_own_then > l->rate_now
-                    ? s->crowd_own_then - l->rate_now : 0;
-
-    return s->crowd_members && s->crowd_rate > s->crowd_rate_then
-           && s->crowd_rate - s->crowd_rate_then >= lost / SBT_LAW_GAINED_DIV;
+    return s->crowd_members
+           && !sbt_law_below(s->crowd_rate + l->rate_now,
+                             s->crowd_rate_then + s->crowd_own_then);
 }
 
 /** Does the flow deliver short of its peak what its crowd did not gain?
@@ -351,12 +364,15 @@ static int sbt_law_contested(sbt_law_t *l, const sbt_law_sample_t *s,
     if (!l->short_since_us) {
         l->short_since_us = s->now_us;
     }
-    if (s->now_us - l->short_since_us < SBT_LAW_CONTEST_LASTS_US) {
+    if (s->now_us - l->short_since_us
+        < (s->crowd_members ? SBT_LAW_CROWD_LASTS_US
+                            : SBT_LAW_CONTEST_LASTS_US)) {
         return 0;
     }
     l->contested_until_us = s->now_us
                             + ((int64_t)SBT_LAW_CONTEST_HOLD_US << hold);
     l->contests++;
+    l->proven = 0;
     l->short_since_us = 0;
     return 1;
 }
@@ -371,22 +387,34 @@ static uint64_t sbt_law_step(const sbt_law_t *l, const sbt_law_sample_t *s,
     return room && queue_us > room ? step * room / queue_us : step;
 }
 
+/** The flow's rate, or its crowd's mean where that is less (a member
+ *  above its share is steered down to it). */
+static uint64_t sbt_law_share(const sbt_law_t *l, const sbt_law_sample_t *s)
+{
+    uint64_t mean = s->crowd_members
+                    ? (s->crowd_rate + l->rate_now)
+                      / (uint64_t)(s->crowd_members + 1) : l->rate;
+
+    return mean < l->rate ? mean : l->rate;
+}
+
 /** The law proper: the next size for a buffer now at @a cur, unclamped;
  *  @a queue_us: the queue that steers it (0: none). */
 static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
                              uint32_t queue_us, int limited, uint64_t cur)
 {
-    uint64_t next, floor;
+    uint64_t next, floor = sbt_law_target(sbt_law_share(l, s),
+                                          l->min_rtt_us);
 
+    floor = floor / SBT_LAW_FACTOR_NUM
+            * (s->crowd_members ? SBT_LAW_CROWD_NUM : SBT_LAW_ALONE_NUM);
     if (queue_us) {
         next = (cur + cur * ((uint64_t)l->min_rtt_us + s->rttvar_us)
                       / s->srtt_us
                 + sbt_law_step(l, s, queue_us)) / 2;
-        floor = sbt_law_target(l->rate, l->min_rtt_us);
-        floor = !s->crowd_members ? floor / SBT_LAW_FACTOR_NUM
-                                    * SBT_LAW_ALONE_NUM
-                : l->settling ? floor : 0;
-        next = next < floor ? floor : next;
+        if (l->settling && next < sbt_law_target(l->rate, l->min_rtt_us)) {
+            next = sbt_law_target(l->rate, l->min_rtt_us);
+        }
     }
     else {
         next = sbt_law_target(l->rate, (uint64_t)s->srtt_us + s->rttvar_us
@@ -398,6 +426,7 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
             next = cur + (cur >> SBT_LAW_GROW_SHIFT);
         }
     }
+    next = next < floor ? floor : next;
     return next < cur / 2 ? cur / 2 : next;
 }
 
@@ -427,8 +456,20 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
                   && sbt_law_queue_steers(l->min_rtt_us, out->queue_us);
     want = law = sbt_law_next(l, s, out->queued ? out->queue_us : 0,
                               out->limited, cur);
-    if (out->queued && sbt_law_losing(l, s) && want < cur) {
-        want = law = cur;
+    if (out->queued && sbt_law_losing(l, s)) {
+        l->proven = 0;
+        want = law = want < cur ? cur : want;
+    }
+    /* Once the buffer holds the flow back, and until a block in which it
+     * did has shown that this costs nothing, down by DOWN_SHIFT at most
+     * per block: the next block tells before the next step. */
+    if (l->floor_us != l->block_us) {
+        l->floor = cur - (cur >> SBT_LAW_DOWN_SHIFT);
+        l->floor_us = l->block_us;
+    }
+    if (out->queued && (l->bound || out->limited) && !l->proven
+        && want < l->floor) {
+        want = law = l->floor;
     }
     /* Contested, the flow is left as doing nothing would leave it, to
      * autotuning, unless autotuning cannot reach what it needs (a long

@@ -90,7 +90,12 @@ typedef struct {
     int64_t peak_epoch;
     int64_t drained_us;         /**< its queue last too short to steer by */
     int64_t short_since_us;     /**< delivers short of its peak since; 0 */
-    int64_t contested_until_us; /**< sized as alone until */
+    int64_t contested_until_us; /**< left to autotuning until */
+    uint64_t floor;             /**< steering's floor in this rate block */
+    int64_t floor_us;           /**< the block's (block_us) */
+    uint64_t block_limited_us;  /**< sndbuf_limited_us at its start */
+    int bound;                  /**< its buffer held it back last block */
+    int proven;                 /**< a bound block cost it nothing */
     int contests;               /**< so far: each holds twice as long */
 } sbt_law_t;
 

@@ -42,8 +42,10 @@ APLOG_USE_MODULE(sndbuf_tune);
 /* A slot no look wrote for this long is free, and read by no one. */
 #define SBT_PATH_FRESH_US   2000000
 
-/* Another flow is at this flow's RTT within 1/NEAR_DIV of it. */
-#define SBT_PATH_NEAR_DIV   8
+/* Another flow is at this flow's RTT when its smoothed RTT is within
+ * 1/NEAR_DIV of this one's: smoothed RTTs read once an RTT or less often
+ * differ that much in one queue. */
+#define SBT_PATH_NEAR_DIV   4
 
 /* A flow's delivery rate (sndbuf_law.c's, over about a second) in KiB/s
  * per block of BLOCK_US, BLOCKS of them (16 s), a block it did not look
@@ -156,6 +158,14 @@ static apr_uint64_t sbt_path_peak(const sbt_path_slot_t *p, apr_uint64_t b)
     return best;
 }
 
+/** Is @a rtt within 1/NEAR_DIV of @a mine? */
+static int sbt_path_near(apr_uint32_t rtt, apr_uint32_t mine)
+{
+    apr_uint32_t near = mine / SBT_PATH_NEAR_DIV;
+
+    return rtt + near >= mine && rtt <= mine + near;
+}
+
 /** The crowd of the flow in slot @a mine: the fresh flows at its RTT,
  *  their rate now and when its own was highest, and the lowest minimum
  *  RTT of those to its client's address. */
@@ -164,7 +174,7 @@ static void sbt_path_crowd(int mine, apr_int64_t now, sbt_path_crowd_t *c)
     const sbt_path_slot_t *me = &sbt_paths->slot[mine];
     apr_uint64_t b = (apr_uint64_t)now / SBT_PATH_BLOCK_US;
     apr_uint64_t then = sbt_path_peak(me, b);
-    apr_uint32_t srtt = me->srtt_us, near = srtt / SBT_PATH_NEAR_DIV;
+    apr_uint32_t srtt = me->srtt_us;
     int i;
 
     c->own_then = sbt_path_rate(me, then);
@@ -176,7 +186,7 @@ static void sbt_path_crowd(int mine, apr_int64_t now, sbt_path_crowd_t *c)
         if (i == mine || !SBT_LOAD(&p->id)
             || now - __atomic_load_n(&p->at, __ATOMIC_ACQUIRE)
                > SBT_PATH_FRESH_US
-            || rtt + near < srtt || rtt > srtt + near) {
+            || !sbt_path_near(rtt, srtt)) {
             continue;
         }
         c->members++;
