@@ -59,11 +59,11 @@ bench: deps bench/path_cost
 	bench/run $(BENCH_ARGS)
 
 # What a look at the shared path table costs (bench/run's crowds part).
-bench/path_cost: bench/path_cost.c bench/httpd_stubs.c bench/httpd_stubs.h \
-                 sndbuf_path.c sndbuf_parse.c sndbuf_kernel.c sndbuf_tune.h
+bench/path_cost: bench/path_cost.c $(PATH_STUBS) sndbuf_path.c \
+                 sndbuf_kernel.c sndbuf_tune.h
 	$(CC) -O2 -Wall -Wextra -I$(shell $(APXS) -q INCLUDEDIR) \
 	    $(shell $(APR_CONFIG) --includes --cppflags) -o $@ $< \
-	    bench/httpd_stubs.c sndbuf_path.c sndbuf_parse.c sndbuf_kernel.c \
+	    t/helpers/httpd_stubs.c sndbuf_path.c sndbuf_kernel.c \
 	    $(shell $(APR_CONFIG) --link-ld) -lpthread
 
 clean:
@@ -74,7 +74,8 @@ clean:
 
 # ---------------------------------------------------------------------------
 # The control law (sndbuf_law.c), pure: exact decisions for constructed
-# looks (t/unit/law_cases.c) and for looks recorded in the WAN lab
+# looks (t/unit/law_cases.c), its promise on modelled paths
+# (t/unit/law_paths.c), and looks recorded in the WAN lab
 # (t/unit/replay.c, t/unit/looks), under ASan and UBSan, in a second.
 # The triage (sndbuf_triage.c), pure too: its verdicts and words for
 # recorded and constructed figures (t/unit/triage_cases.c).
@@ -97,17 +98,27 @@ t/unit/rules_cases: t/unit/rules_cases.c t/unit/tap.h sndbuf_rules.c \
 	    $(shell $(APR_CONFIG) --includes --cppflags) -o $@ $< \
 	    sndbuf_rules.c sndbuf_parse.c $(shell $(APR_CONFIG) --link-ld)
 
+# The shared segment (sndbuf_path.c) with httpd's startup calls stubbed
+# and a clock of the test's own.
+PATH_STUBS = t/helpers/httpd_stubs.c t/helpers/httpd_stubs.h
+t/unit/path_cases: t/unit/path_cases.c t/unit/tap.h sndbuf_path.c \
+                   sndbuf_tune.h $(PATH_STUBS)
+	$(PARSE_CC) $(filter-out -std=c99,$(PARSE_CFLAGS)) \
+	    -I$(shell $(APXS) -q INCLUDEDIR) \
+	    $(shell $(APR_CONFIG) --includes --cppflags) -o $@ $< \
+	    sndbuf_path.c t/helpers/httpd_stubs.c $(shell $(APR_CONFIG) --link-ld)
+
 # replay: the recordings of t/unit/looks (real looks from the WAN lab).
-unit: t/unit/law_cases t/unit/replay t/unit/triage_cases t/unit/rules_cases
-	prove --exec '' t/unit/law_cases t/unit/replay t/unit/triage_cases \
-	    t/unit/rules_cases
+UNIT = t/unit/law_cases t/unit/law_paths t/unit/replay t/unit/triage_cases \
+       t/unit/rules_cases t/unit/path_cases
+unit: $(UNIT)
+	prove --exec '' $(UNIT)
 
 # make test runs it before the suites.
 TEST_FIRST += unit
 
 unit-clean:
-	rm -f t/unit/law_cases t/unit/replay t/unit/triage_cases \
-	    t/unit/rules_cases
+	rm -f $(UNIT)
 
 clean: unit-clean
 

@@ -53,10 +53,11 @@ struct sbt_auto_t {
     apr_int64_t next_look;      /**< sbt_clock_us() */
     int loss_based;             /**< cubic, reno: fills queues; read once */
     int stopped;                /**< no more looks: TCP_INFO failed */
-    /** sbt_auto_delivered() at the last look, and when: what a crowd's
-     *  flow delivered since counts for its crowd (sndbuf_path.c). */
+    /** Bytes delivered since auto began, each look's new segments at
+     *  that look's MSS, and tcpi_delivered then. */
     apr_uint64_t delivered;
-    apr_int64_t delivered_at;
+    apr_uint32_t delivered_segs;
+    sbt_path_flow_t flow;
     int retunes;
     sbt_tally_t tally;
     sbt_law_limits_t lim;
@@ -77,53 +78,48 @@ static void sbt_auto_limits(sbt_law_limits_t *lim, const sbt_req_t *rq)
     lim->no_release = !sbt_kernel.has_buf_lock;
 }
 
-/** Bytes the connection delivered so far: its segments delivered, which
- *  count SACKed ones as they arrive (bytes_acked jumps when a hole is
- *  filled, which read as more than the link carried), else bytes_acked. */
-static apr_uint64_t sbt_auto_delivered(const sbt_tcp_info_t *ti)
+/** Count the segments delivered since the last look (SACKed ones as
+ *  they arrive) at this look's MSS: a change of MSS revalues nothing
+ *  before it.  FALSE where the kernel does not count them (< 4.18). */
+static int sbt_auto_count(sbt_auto_t *a, const sbt_tcp_info_t *ti)
 {
-    return (ti->valid & SBT_TI_DELIVERED)
-           ? (apr_uint64_t)ti->delivered * ti->snd_mss : ti->bytes_acked;
+    if (!(ti->valid & SBT_TI_DELIVERED)) {
+        return 0;
+    }
+    a->delivered += (apr_uint64_t)(ti->delivered - a->delivered_segs)
+                    * ti->snd_mss;
+    a->delivered_segs = ti->delivered;
+    return 1;
 }
 
-/** What the server's other flows see (sndbuf_path.c), into @a s.  A flow
- *  that was in a crowd at its last look counts for the crowds: what it
- *  delivered since (not on HTTP/2, whose streams share one socket's
- *  count), and whether it sees their queue gone. */
-static void sbt_auto_path_look(const sbt_auto_t *a, conn_rec *c,
-                               const sbt_tcp_info_t *ti, apr_uint32_t own,
+/** Tell sndbuf_path.c what this flow sees, and bring its crowd into @a s.
+ *  Not on HTTP/2, whose streams share one socket. */
+static void sbt_auto_path_look(sbt_auto_t *a, conn_rec *c,
                                sbt_law_sample_t *s)
 {
-    conn_rec *primary = c->master ? c->master : c;
-    apr_uint64_t delivered = sbt_auto_delivered(ti);
-    sbt_path_seen_t seen = {own, s->srtt_us,
-                            sbt_law_queue_counts(own, s->srtt_us), 0, 0, 0};
-    sbt_path_view_t v;
+    sbt_path_look_t lk;
+    const sbt_path_crowd_t *crowd;
+    int handshake;
 
-    seen.member = a->law.crowd && !a->lim.shared;
-    if (seen.member && a->delivered_at && delivered > a->delivered) {
-        seen.delivered = delivered - a->delivered;
-        seen.since_us = a->delivered_at;
+    lk.min_rtt_us = sbt_law_own_min_rtt(s, &handshake);
+    if (a->lim.shared || !s->has_delivered || handshake) {
+        return;
     }
-    /* The connection's identity is its conn_rec: the event MPM sets c->id
-     * anew whenever a worker takes the connection up. */
-    sbt_path_look(primary->client_addr, primary, &seen, &v);
-    s->path_min_rtt_us = v.min_rtt_us;
-    s->path_shared = v.shared;
-    s->crowd_peers = v.peers;
-    s->crowd_rate = v.crowd_rate;
-    s->crowd_peak = v.crowd_peak;
-    s->crowd_drained_us = v.drained_at;
-    s->contested_until_us = v.contested_until;
+    lk.srtt_us = s->srtt_us;
+    lk.rate = a->law.rate_now;
+    crowd = sbt_path_look(&a->flow, c->client_addr, &lk);
+    s->crowd_members = crowd->members;
+    s->crowd_rate = crowd->rate;
+    s->crowd_rate_then = crowd->rate_then;
+    s->crowd_own_then = crowd->own_then;
+    s->path_min_rtt_us = crowd->min_rtt_us;
 }
 
 /** The law's sample from TCP_INFO @a ti and the socket. */
-static void sbt_auto_sample(const sbt_auto_t *a, const sbt_tcp_info_t *ti,
-                            sbt_sock_t *sock, conn_rec *c, sbt_law_sample_t *s)
+static void sbt_auto_sample(sbt_auto_t *a, const sbt_tcp_info_t *ti,
+                            sbt_sock_t *sock, conn_rec *c,
+                            sbt_law_sample_t *s)
 {
-    int handshake;
-    apr_uint32_t own;
-
     memset(s, 0, sizeof(*s));
     s->now_us = sbt_clock_us();
     s->srtt_us = ti->rtt_us;
@@ -144,10 +140,9 @@ static void sbt_auto_sample(const sbt_auto_t *a, const sbt_tcp_info_t *ti,
     s->loss_based = a->loss_based;
     s->locked_at = sbt_sock_locked_at(sock);
     s->effective = s->locked_at ? -1 : sbt_sock_known_size(sock);
-    own = sbt_law_own_min_rtt(s, &handshake);
-    if (!handshake) {
-        sbt_auto_path_look(a, c, ti, own, s);
-    }
+    s->has_delivered = sbt_auto_count(a, ti);
+    s->delivered = a->delivered;
+    sbt_auto_path_look(a, c, s);
 }
 
 static void sbt_auto_set_chunk(sbt_auto_t *a, const sbt_sock_t *sock)
@@ -212,19 +207,18 @@ static void sbt_auto_trace_sample(conn_rec *c, const char *what,
                   "now=%" APR_INT64_T_FMT " srtt=%u rttvar=%u mss=%u "
                   "minrtt=%u acked=%" APR_UINT64_T_FMT " rate=%"
                   APR_UINT64_T_FMT " applimited=%d retrans=%u limited=%"
-                  APR_UINT64_T_FMT " chrono=%d path=%u shared=%d peers=%d "
-                  "crate=%" APR_UINT64_T_FMT " cpeak=%" APR_UINT64_T_FMT
-                  " drained=%" APR_INT64_T_FMT " contested=%" APR_INT64_T_FMT
-                  " loss=%d locked=%d tb=%d cwnd=%u act=%d size=%d", what,
+                  APR_UINT64_T_FMT " chrono=%d delivered=%" APR_UINT64_T_FMT
+                  " hasdelivered=%d members=%d crate=%" APR_UINT64_T_FMT
+                  " cthen=%" APR_UINT64_T_FMT " loss=%d locked=%d tb=%d "
+                  "cwnd=%u act=%d size=%d", what,
                   (apr_int64_t)s->now_us, s->srtt_us, s->rttvar_us, s->mss,
                   s->min_rtt_us, (apr_uint64_t)s->bytes_acked,
                   (apr_uint64_t)s->delivery_rate, s->app_limited,
                   s->total_retrans, (apr_uint64_t)s->sndbuf_limited_us,
-                  s->has_chrono, s->path_min_rtt_us, s->path_shared,
-                  s->crowd_peers, (apr_uint64_t)s->crowd_rate,
-                  (apr_uint64_t)s->crowd_peak,
-                  (apr_int64_t)s->crowd_drained_us,
-                  (apr_int64_t)s->contested_until_us, s->loss_based,
+                  s->has_chrono, (apr_uint64_t)s->delivered,
+                  s->has_delivered, s->crowd_members,
+                  (apr_uint64_t)s->crowd_rate,
+                  (apr_uint64_t)s->crowd_rate_then, s->loss_based,
                   s->locked_at, s->effective, s->cwnd,
                   out ? (int)out->act : -1, out ? out->size : 0);
 }
@@ -256,28 +250,23 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
     }
     sbt_auto_sample(a, &ti, &conn->sock, c, &s);
     sbt_law_look(&a->law, &a->lim, &s, &out);
-    if (out.contest_until_us) {
-        sbt_path_contest(out.contest_until_us);
-    }
-    a->delivered = sbt_auto_delivered(&ti);
-    a->delivered_at = s.now_us;
     conn->rate_estimate = a->law.measured;
     a->next_look = now + (s.srtt_us > SBT_AUTO_MIN_INTERVAL
                           ? s.srtt_us : SBT_AUTO_MIN_INTERVAL);
     ap_log_cerror(APLOG_MARK, APLOG_TRACE2, 0, c, "SndbufTune auto look: "
-                  "min rtt %uus (own %uus%s) srtt %uus rttvar %uus measured %"
-                  APR_UINT64_T_FMT " B/s%s%s%s%s, %d other flows with a queue "
-                  "like it, the crowds deliver %" APR_UINT64_T_FMT " B/s (at "
-                  "most %" APR_UINT64_T_FMT "), locked at %d, tb %d: %s",
-                  a->law.min_rtt_us, a->law.own_min_rtt_us,
-                  a->law.from_handshake ? ", handshake" : "", s.srtt_us,
-                  s.rttvar_us, a->law.measured,
+                  "min rtt %uus%s srtt %uus rttvar %uus measured %"
+                  APR_UINT64_T_FMT " B/s, delivering %" APR_UINT64_T_FMT
+                  " B/s%s%s%s; %d more at its RTT delivering %" APR_UINT64_T_FMT
+                  " B/s (%" APR_UINT64_T_FMT " at its peak), locked at %d, tb "
+                  "%d: %s", a->law.min_rtt_us,
+                  a->law.from_handshake ? " (handshake)" : "", s.srtt_us,
+                  s.rttvar_us, a->law.measured, a->law.rate_now,
                   out.limited ? ", send-buffer-limited" : "",
                   a->law.ramping ? ", ramping" : "",
-                  out.crowd ? ", in a crowd" : "",
-                  out.contested ? " beside another sender" : "",
-                  s.crowd_peers, (apr_uint64_t)s.crowd_rate,
-                  (apr_uint64_t)s.crowd_peak, s.locked_at, s.effective,
+                  out.contested ? ", contested (steering cost delivery)"
+                                : "",
+                  out.crowd, (apr_uint64_t)s.crowd_rate,
+                  (apr_uint64_t)s.crowd_rate_then, s.locked_at, s.effective,
                   out.why);
     sbt_auto_trace_sample(c, "look", &s, &out);
     sbt_auto_apply(a, conn, c, &s, &out);
@@ -286,13 +275,12 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
 }
 
 /** The response has ended (its pool goes, after write completion): its
- *  connection no longer shares the path. */
+ *  flow's slot is free. */
 static apr_status_t sbt_auto_leave_path(void *data)
 {
-    conn_rec *c = data;
-    conn_rec *primary = c->master ? c->master : c;
+    sbt_auto_t *a = data;
 
-    sbt_path_leave(primary->client_addr, primary);
+    sbt_path_leave(&a->flow);
     return APR_SUCCESS;
 }
 
@@ -313,10 +301,9 @@ sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
     sbt_sock_resolve(&conn->sock, &did);
     sbt_sock_tally(r->connection, &did, &a->tally);
     a->loss_based = sbt_sock_loss_based(&conn->sock);
+    a->delivered_segs = rq->start.delivered;
     sbt_auto_sample(a, &rq->start, &conn->sock, r->connection, &s);
     sbt_law_begin(&a->law, &a->lim, &s, conn->rate_estimate);
-    a->delivered = sbt_auto_delivered(&rq->start);
-    a->delivered_at = s.now_us;
     ap_log_cerror(APLOG_MARK, APLOG_TRACE3, 0, r->connection,
                   "SndbufTune auto limits: min=%d max=%d conf=%"
                   APR_UINT64_T_FMT " shared=%d wmem_max=%u wmem1=%u "
@@ -336,7 +323,7 @@ sbt_auto_t *sbt_auto_begin(request_rec *r, const sbt_req_t *rq,
     if (!rq->shared && sbt_async_mpm) {
         sbt_conn_follow(conn, a, r->pool);
     }
-    apr_pool_cleanup_register(r->pool, r->connection, sbt_auto_leave_path,
+    apr_pool_cleanup_register(r->pool, a, sbt_auto_leave_path,
                               apr_pool_cleanup_null);
     *done = apr_psprintf(r->pool, "%s; rtt %uus%s, rate %" APR_UINT64_T_FMT
                          " B/s (%s), %s congestion control%s",

@@ -4,8 +4,9 @@
  * sndbuf_law.c: the control law of "SndbufTune auto" (sndbuf_law.h).
  * A buffer below the bandwidth-delay product caps the flow at sndbuf /
  * RTT; a larger one only holds memory and, in a shared bottleneck, queue.
- * So auto aims at FACTOR x rate x RTT, or lets a queue its own flows share
- * steer it, and leaves the buffer to autotuning where a lock is slower.
+ * So auto aims at FACTOR x rate x RTT, or lets the flow's queue steer it
+ * while that costs the flow (or its crowd) no delivery, and leaves the
+ * buffer to autotuning where a lock is slower.
  */
 
 #include <stddef.h>
@@ -29,12 +30,6 @@
 #define SBT_LAW_RAMP_RTTS       32
 #define SBT_LAW_SETTLE_LOOKS    8
 
-/* A crowd's queue (the RTT a quarter of the minimum above it and its
- * variation) ends a bbr flow's ramp, with no settling looks: BBR's startup
- * ignores losses, and growing only fills the queue the crowd's late flows
- * must then cross.  A loss-based flow's slow start ends at its first loss. */
-#define SBT_LAW_CROWD_SHIFT     2
-
 /* Autotuning stops at tcp_wmem[2], on a long path no more than BBR's
  * startup keeps in flight (2.89 x BDP): a flow held there never leaves
  * startup.  LIFT x the target is 3.5 x BDP of payload; a measured rate
@@ -50,71 +45,84 @@
  * so flows through one bottleneck settle at equal rates.  Past STEP_ROOM
  * (1/4 of the minimum RTT) the step shrinks in proportion, alike for all:
  * N flows queue sqrt(N) x STEP, not N x (nearly a BDP for 100).  Steered,
- * every move over 1/128 is made: at 1/16 a crowd stayed up to 25% off. */
+ * every move over 1/128 is made: at 1/16 a crowd stayed up to 25% off.
+ * Never steered below ALONE/8 x its rate x its minimum RTT, a crowd's
+ * member below CROWD/8 x its share: Linux wakes the writer only once a
+ * third of the buffer is free, and less runs a flow's pipe dry before the
+ * refill comes (0.91-0.94 of autotuning's goodput at 9/8 alone); in a
+ * crowd the others' queued data covers one member's refill. */
 #define SBT_LAW_QUEUE_SHIFT     4
 #define SBT_LAW_QUEUE_MIN       2000    /* microseconds */
 #define SBT_LAW_GROW_SHIFT      2
 #define SBT_LAW_STEP_SEGMENTS   8
 #define SBT_LAW_STEP_ROOM_SHIFT 2
 #define SBT_LAW_STEER_SHIFT     7
+#define SBT_LAW_ALONE_NUM       11
+#define SBT_LAW_CROWD_NUM       9
 
 /* With no queue the target also covers the writer's refill time (a
  * wakeup and a sendfile), which on a 1 ms path is as long as the path. */
 #define SBT_LAW_REFILL_US       1000
 
+/* The queue of a crowd to the same client (the RTT a quarter of the
+ * minimum above it and its variation) ends a bbr flow's ramp, with no
+ * settling looks: BBR's startup ignores losses, and growing only fills the
+ * queue the crowd's late flows must then cross.  Not another client's
+ * crowd: a ramp is what doing nothing gets, the measure of what steering
+ * may not cost.  A loss-based flow's slow start ends at its first loss. */
+#define SBT_LAW_CROWD_SHIFT     2
+
 /* A configured rate is the client's: sized for while the flow gets at
  * least half of it, else (a crowd) from the measured rate. */
 #define SBT_LAW_SHARE_DIV       2
 
-/* Another connection's lower minimum RTT to the client is taken if it is
- * at least 1/TRUST of the flow's own (which began in a queue); a larger
- * gap is more likely another path behind a NAT. */
-#define SBT_LAW_PATH_TRUST      2
-
-/* A flow alone that retransmitted in the last LOSS_LOOKS looks is sized
- * for LOSS_FACTOR x the target: its buffer also holds what the receiver
- * SACKed past a hole until the retransmission fills it.  In a crowd the
- * losses are its own queue overflowing, and more buffer only adds to it. */
+/* A flow that retransmitted in the last LOSS_LOOKS looks and sees no queue
+ * is sized for LOSS_FACTOR x the target: its buffer also holds what the
+ * receiver SACKed past a hole until the retransmission fills it.  Under a
+ * queue the losses are that queue overflowing, and more buffer only adds
+ * to it. */
 #define SBT_LAW_LOSS_LOOKS      8
 #define SBT_LAW_LOSS_FACTOR     2
 
-/* A flow alone is never locked below CWND_FLOOR x cwnd x MSS, so that its
- * congestion control, not its buffer, sets its share beside other senders:
- * a window in flight and one for the writer, whom Linux wakes only once a
- * third of the buffer is free.  Not above tcp_wmem[2] unless the law wants
- * more; held at its peak WINDOW_HOLD_US + 2 RTTs, through BBR's PROBE_RTT
- * (cwnd 4 for 200 ms).  A crowd's queue steers its flows below it. */
-#define SBT_LAW_CWND_FLOOR      2
-#define SBT_LAW_WINDOW_HOLD_US  1000000
+/* The lower minimum RTT of another flow to the same client at the same
+ * RTT (sndbuf_path.c) is taken if it is at least 1/TRUST of the flow's
+ * own, which began in the queue the others keep. */
+#define SBT_LAW_PATH_TRUST      2
 
 /* Never fewer than this many segments (x2 by Linux): below a few MSS
  * every write waits for a delayed ACK. */
 #define SBT_LAW_MIN_SEGMENTS    2
 
-/* A crowd: another connection to the same client looks (path_shared),
- * or at least CROWD_PEERS other flows of this server, to any client and
- * in any process, saw a queue like this flow's lately (crowd_peers, from
- * sndbuf_path.c): flows whose queues match at the same moment share the
- * bottleneck.  Held CROWD_HOLD_US past the last such evidence: the
- * crowd's steering may keep its queue too short to be compared. */
-#define SBT_LAW_CROWD_PEERS     2
-#define SBT_LAW_CROWD_HOLD_US   4000000
-
-/* A crowd's queue is contested, another sender's too, when the crowd
- * delivers less than CONTEST_NUM/DEN of the most it delivered lately, at
- * every look for CONTEST_LASTS_US, while the queue stands and has stood
- * for CONTEST_STOOD_US, longer than the delivery read covers (the last
- * second).  BBR's PROBE_RTT, a crowd's flows at once or nearly, drains
- * the queue or dips the delivery for a second or so; a sender that takes
- * the link keeps it.  Steering down then only yields the link: the
- * crowd's flows are sized as flows alone (floored at their windows), all
- * of them (sndbuf_path.c shares it), for CONTEST_HOLD_US; after that they
- * steer again, and a sender still there shows again. */
+/* The promise: steering (the queue term) must cost the flow nothing.  A
+ * flow's delivery is counted per block of RATE_BLOCK_US (its last whole
+ * block's rate) and its peak held over PEAK_BLOCKS blocks of PEAK_BLOCK_US
+ * (12 to 16 s).  Delivering less than CONTEST_NUM/DEN of that peak, it is
+ * short, unless its crowd (sndbuf_path.c: this server's other flows at
+ * its RTT now) and it deliver CONTEST_NUM/DEN of what they did when its
+ * rate was highest: then its share went to them, not away (flows in one
+ * bottleneck trade shares while their sum holds), and a contest is the
+ * whole crowd's, each member short with the others.  While short it
+ * never steers down.
+ * Short at every look for CONTEST_LASTS_US (CROWD_LASTS_US in a crowd,
+ * whose sum over the members a flow sees now is noisier than one flow's
+ * rate: four reads) while its queue stands and has
+ * stood CONTEST_STOOD_US, longer than a block, steering has only given
+ * the link to another sender (a delay-based controller yields to a
+ * loss-based one without end, and BBR's PROBE_RTT drains a queue and its
+ * delivery at once): the flow is contested, left to autotuning for
+ * CONTEST_HOLD_US, doubled at each contest up to HOLD_DOUBLINGS times,
+ * then steers again. */
+#define SBT_LAW_RATE_BLOCK_US   1000000
+#define SBT_LAW_PEAK_BLOCK_US   4000000
+#define SBT_LAW_PEAK_BLOCKS     4
 #define SBT_LAW_CONTEST_NUM     7
 #define SBT_LAW_CONTEST_DEN     8
 #define SBT_LAW_CONTEST_STOOD_US 2000000
 #define SBT_LAW_CONTEST_LASTS_US 1500000
+#define SBT_LAW_CROWD_LASTS_US  4000000
 #define SBT_LAW_CONTEST_HOLD_US 8000000
+#define SBT_LAW_HOLD_DOUBLINGS  3
+#define SBT_LAW_DOWN_SHIFT      3
 
 /* Send-buffer-limited for more than 1/8 of an interval means limited. */
 #define SBT_LAW_LIMITED_SHIFT   3
@@ -154,6 +162,7 @@ uint32_t sbt_law_own_min_rtt(const sbt_law_sample_t *s, int *handshake)
     return from_data ? s->min_rtt_us : s->srtt_us;
 }
 
+
 static void sbt_law_rtt(sbt_law_t *l, const sbt_law_sample_t *s)
 {
     uint32_t path = s->path_min_rtt_us;
@@ -189,6 +198,9 @@ void sbt_law_begin(sbt_law_t *l, const sbt_law_limits_t *lim,
     /* Autotuning carries the ramp only on a socket it governs. */
     l->ramping = !s->locked_at && sbt_law_autotuning_allowed(lim);
     sbt_law_rtt(l, s);
+    l->block_us = l->drained_us = s->now_us;
+    l->block_delivered = s->delivered;
+    l->block_limited_us = s->sndbuf_limited_us;
 }
 
 /** The queue: the smoothed RTT beyond the minimum and its variation. */
@@ -207,7 +219,7 @@ static int sbt_law_ramping(sbt_law_t *l, const sbt_law_sample_t *s)
     int grew = l->measured
                > l->ramp_rate + (l->ramp_rate >> SBT_LAW_RAMP_SHIFT);
 
-    if (l->crowd && !s->loss_based && !l->from_handshake
+    if (s->path_min_rtt_us && !s->loss_based && !l->from_handshake
         && sbt_law_queue_us(l, s) > l->min_rtt_us >> SBT_LAW_CROWD_SHIFT) {
         l->ramping = 0;
         return 0;
@@ -265,51 +277,104 @@ static int sbt_law_queue_steers(uint32_t min_rtt_us, uint32_t queue_us)
            && queue_us > SBT_LAW_QUEUE_MIN;
 }
 
-uint32_t sbt_law_queue_counts(uint32_t min_rtt_us, uint32_t srtt_us)
+/** The peak-held delivery over the last PEAK_BLOCKS blocks. */
+static uint64_t sbt_law_peak(const sbt_law_t *l)
 {
-    uint32_t queue_us = srtt_us > min_rtt_us ? srtt_us - min_rtt_us : 0;
+    uint64_t peak = 0;
+    int i;
 
-    return sbt_law_queue_steers(min_rtt_us, queue_us) ? queue_us : 0;
-}
-
-/** Is the flow in a crowd of this server's flows (updates the hold)? */
-static int sbt_law_crowd(sbt_law_t *l, const sbt_law_sample_t *s)
-{
-    if (s->path_shared || s->crowd_peers >= SBT_LAW_CROWD_PEERS) {
-        l->crowd_until_us = s->now_us + SBT_LAW_CROWD_HOLD_US;
+    for (i = 0; i < SBT_LAW_PEAK_BLOCKS; i++) {
+        peak = l->peak[i] > peak ? l->peak[i] : peak;
     }
-    return s->now_us < l->crowd_until_us;
+    return peak;
 }
 
-/** Is the crowd's queue another sender's too (sets out's contest)? */
+/** Count what the flow delivered: a block ends at the first look a
+ *  RATE_BLOCK_US after it began, its rate raising its PEAK_BLOCK's. */
+static void sbt_law_count(sbt_law_t *l, const sbt_law_sample_t *s)
+{
+    int64_t span = s->now_us - l->block_us, epoch, e;
+    int bound = ((s->sndbuf_limited_us - l->block_limited_us)
+                 << SBT_LAW_LIMITED_SHIFT) > (uint64_t)span;
+
+    if (span < SBT_LAW_RATE_BLOCK_US || s->delivered < l->block_delivered) {
+        return;
+    }
+    l->rate_now = (s->delivered - l->block_delivered) * 1000000
+                  / (uint64_t)span;
+    l->block_us = s->now_us;
+    l->block_delivered = s->delivered;
+    l->block_limited_us = s->sndbuf_limited_us;
+    l->bound = bound;
+    l->proven |= bound;
+    epoch = s->now_us / SBT_LAW_PEAK_BLOCK_US;
+    for (e = l->peak_epoch + 1; e <= epoch
+         && e <= l->peak_epoch + SBT_LAW_PEAK_BLOCKS; e++) {
+        l->peak[e % SBT_LAW_PEAK_BLOCKS] = 0;
+    }
+    l->peak_epoch = epoch > l->peak_epoch ? epoch : l->peak_epoch;
+    if (l->rate_now > l->peak[epoch % SBT_LAW_PEAK_BLOCKS]) {
+        l->peak[epoch % SBT_LAW_PEAK_BLOCKS] = l->rate_now;
+    }
+}
+
+/** Is @a rate short of @a peak (CONTEST_NUM/DEN)? */
+static int sbt_law_below(uint64_t rate, uint64_t peak)
+{
+    return peak && rate / SBT_LAW_CONTEST_NUM * SBT_LAW_CONTEST_DEN < peak;
+}
+
+/** Did what the flow lost since its peak (in sndbuf_path.c's 16 s) go
+ *  to its crowd: do they and it still deliver CONTEST_NUM/DEN of what
+ *  they did then? */
+static int sbt_law_traded(const sbt_law_t *l, const sbt_law_sample_t *s)
+{
+    return s->crowd_members
+           && !sbt_law_below(s->crowd_rate + l->rate_now,
+                             s->crowd_rate_then + s->crowd_own_then);
+}
+
+/** Does the flow deliver short of its peak what its crowd did not gain?
+ *  (Its queue may be another sender's.) */
+static int sbt_law_losing(const sbt_law_t *l, const sbt_law_sample_t *s)
+{
+    return sbt_law_below(l->rate_now, sbt_law_peak(l))
+           && !sbt_law_traded(l, s);
+}
+
+/** Is the flow contested now (updates the contest's state)?  Short of
+ *  its peak, and its crowd did not gain what it lost. */
 static int sbt_law_contested(sbt_law_t *l, const sbt_law_sample_t *s,
-                             sbt_law_out_t *out)
+                             int queue_stands)
 {
-    int short_now = l->crowd && s->crowd_peak
-                    && s->crowd_rate * SBT_LAW_CONTEST_DEN
-                       < s->crowd_peak * SBT_LAW_CONTEST_NUM
-                    && s->now_us - s->crowd_drained_us
-                       >= SBT_LAW_CONTEST_STOOD_US
-                    && sbt_law_queue_steers(l->min_rtt_us,
-                                            sbt_law_queue_us(l, s));
+    int hold = l->contests < SBT_LAW_HOLD_DOUBLINGS
+               ? l->contests : SBT_LAW_HOLD_DOUBLINGS;
 
-    if (!short_now) {
-        l->short_since_us = 0;
+    if (!queue_stands) {
+        l->drained_us = s->now_us;
     }
-    else if (!l->short_since_us) {
-        l->short_since_us = s->now_us;
-    }
-    else if (s->now_us - l->short_since_us >= SBT_LAW_CONTEST_LASTS_US) {
-        out->contest_until_us = s->now_us + SBT_LAW_CONTEST_HOLD_US;
+    if (!s->has_delivered || s->now_us < l->contested_until_us) {
         return 1;
     }
-    return l->crowd && s->now_us < s->contested_until_us;
-}
-
-/** Is the flow's queue its crowd's to steer by? */
-static int sbt_law_steered(const sbt_law_t *l)
-{
-    return l->crowd && !l->contested;
+    if (!queue_stands || s->now_us - l->drained_us < SBT_LAW_CONTEST_STOOD_US
+        || !sbt_law_losing(l, s)) {
+        l->short_since_us = 0;
+        return 0;
+    }
+    if (!l->short_since_us) {
+        l->short_since_us = s->now_us;
+    }
+    if (s->now_us - l->short_since_us
+        < (s->crowd_members ? SBT_LAW_CROWD_LASTS_US
+                            : SBT_LAW_CONTEST_LASTS_US)) {
+        return 0;
+    }
+    l->contested_until_us = s->now_us
+                            + ((int64_t)SBT_LAW_CONTEST_HOLD_US << hold);
+    l->contests++;
+    l->proven = 0;
+    l->short_since_us = 0;
+    return 1;
 }
 
 /** FAST's step: the bytes each flow leaves in a queue of @a queue_us. */
@@ -322,13 +387,27 @@ static uint64_t sbt_law_step(const sbt_law_t *l, const sbt_law_sample_t *s,
     return room && queue_us > room ? step * room / queue_us : step;
 }
 
+/** The flow's rate, or its crowd's mean where that is less (a member
+ *  above its share is steered down to it). */
+static uint64_t sbt_law_share(const sbt_law_t *l, const sbt_law_sample_t *s)
+{
+    uint64_t mean = s->crowd_members
+                    ? (s->crowd_rate + l->rate_now)
+                      / (uint64_t)(s->crowd_members + 1) : l->rate;
+
+    return mean < l->rate ? mean : l->rate;
+}
+
 /** The law proper: the next size for a buffer now at @a cur, unclamped;
  *  @a queue_us: the queue that steers it (0: none). */
 static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
                              uint32_t queue_us, int limited, uint64_t cur)
 {
-    uint64_t next;
+    uint64_t next, floor = sbt_law_target(sbt_law_share(l, s),
+                                          l->min_rtt_us);
 
+    floor = floor / SBT_LAW_FACTOR_NUM
+            * (s->crowd_members ? SBT_LAW_CROWD_NUM : SBT_LAW_ALONE_NUM);
     if (queue_us) {
         next = (cur + cur * ((uint64_t)l->min_rtt_us + s->rttvar_us)
                       / s->srtt_us
@@ -340,29 +419,15 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
     else {
         next = sbt_law_target(l->rate, (uint64_t)s->srtt_us + s->rttvar_us
                                        + SBT_LAW_REFILL_US);
-        if (l->recovering && !sbt_law_steered(l)) {
+        if (l->recovering) {
             next *= SBT_LAW_LOSS_FACTOR;
         }
         if (limited && next < cur + (cur >> SBT_LAW_GROW_SHIFT)) {
             next = cur + (cur >> SBT_LAW_GROW_SHIFT);
         }
     }
+    next = next < floor ? floor : next;
     return next < cur / 2 ? cur / 2 : next;
-}
-
-/** A lone flow's floor, peak-held (updates it), at most tcp_wmem[2]. */
-static uint64_t sbt_law_window(sbt_law_t *l, const sbt_law_limits_t *lim,
-                               const sbt_law_sample_t *s)
-{
-    uint64_t now = (uint64_t)s->cwnd * s->mss * SBT_LAW_CWND_FLOOR;
-    uint64_t ceiling = lim->tcp_wmem_max / 2;
-    int64_t hold = SBT_LAW_WINDOW_HOLD_US + 2 * (int64_t)l->min_rtt_us;
-
-    if (now >= l->window || s->now_us - l->window_us > hold) {
-        l->window = now;
-        l->window_us = s->now_us;
-    }
-    return lim->tcp_wmem_max && l->window > ceiling ? ceiling : l->window;
 }
 
 /** Is the move from @a cur to @a next worth a system call? */
@@ -382,43 +447,47 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
 {
     uint64_t law, want;
 
-    /* Only a crowd's queue steers: it is theirs and this flow's to share.
-     * A flow alone's is its own, which rate x RTT bounds, or another
-     * sender's, to which a delay-based controller yields without end. */
+    /* The queue steers unless that has cost delivery (a contest); while
+     * the flow delivers short of its peak, before that makes one, or its
+     * latest samples say it loses delivery, the queue may be another
+     * sender's: no steering down. */
     out->queue_us = sbt_law_queue_us(l, s);
-    out->queued = sbt_law_steered(l)
+    out->queued = !out->contested
                   && sbt_law_queue_steers(l->min_rtt_us, out->queue_us);
     want = law = sbt_law_next(l, s, out->queued ? out->queue_us : 0,
                               out->limited, cur);
-    /* While the crowd delivers short of its peak, before that makes a
-     * contest, the queue may be another sender's: no steering down. */
-    if (out->queued && l->short_since_us && want < cur) {
-        want = law = cur;
+    if (out->queued && sbt_law_losing(l, s)) {
+        l->proven = 0;
+        want = law = want < cur ? cur : want;
     }
-    if (!sbt_law_steered(l)) {
-        uint64_t window = sbt_law_window(l, lim, s);
-
-        out->windowed = window > want;
-        want = out->windowed ? window : want;
+    /* Once the buffer holds the flow back, and until a block in which it
+     * did has shown that this costs nothing, down by DOWN_SHIFT at most
+     * per block: the next block tells before the next step. */
+    if (l->floor_us != l->block_us) {
+        l->floor = cur - (cur >> SBT_LAW_DOWN_SHIFT);
+        l->floor_us = l->block_us;
+    }
+    if (out->queued && (l->bound || out->limited) && !l->proven
+        && want < l->floor) {
+        want = law = l->floor;
+    }
+    /* Contested, the flow is left as doing nothing would leave it, to
+     * autotuning, unless autotuning cannot reach what it needs (a long
+     * fat path) or the limits forbid it: then rate x RTT, queue or not. */
+    if (out->contested && sbt_law_autotuning_allowed(lim)
+        && 2 * law <= lim->tcp_wmem_max) {
+        return "steering cost the flow delivery (another sender shares its "
+               "queue): left to autotuning";
     }
     if (sbt_law_kernel_binds(want, lim)) {
-        /* Locked at wmem_max where a crowd's queue takes the buffer down
-         * from autotuning's size, and given back at a look without one:
-         * else a crowd on a stock kernel would never leave autotuning. */
+        /* Locked at wmem_max where a queue takes the buffer down from
+         * autotuning's size, and given back at a look without one: else
+         * a flow on a stock kernel would never leave autotuning. */
         if (!out->queued || want >= cur) {
             return "net.core.wmem_max is below the size wanted: left to "
                    "autotuning";
         }
         want = lim->wmem_max;
-    }
-    /* A loss-based sender alone needs the queue it fills and room to
-     * recover from each cycle's loss: locked only past autotuning's reach
-     * (a long fat path), never for its window: autotuning gives 1.5 x it. */
-    if (s->loss_based && !sbt_law_steered(l)
-        && sbt_law_autotuning_allowed(lim)
-        && 2 * law <= lim->tcp_wmem_max) {
-        return "loss-based congestion control, within autotuning's "
-               "reach: left to autotuning";
     }
     /* Past autotuning's ceiling only where rate x minimum RTT needs it:
      * on a fast path the smoothed RTT and the refill time would lock
@@ -456,15 +525,11 @@ static void sbt_law_retune(sbt_law_t *l, const sbt_law_limits_t *lim,
         return;
     }
     out->act = SBT_LAW_SET;
-    /* A crowd's buffer holds each flow below its window; a loss-based
+    /* A steered buffer holds the flow below its window; a loss-based
      * sender, unlike bbr, does not pace, so each refill would leave at
      * once and the bursts overflow the queue that steers it. */
-    out->pace = s->loss_based && sbt_law_steered(l);
-    out->why = out->queued ? "steered by the queue"
-               : out->windowed && l->contested
-               ? "the congestion window (a crowd beside another sender)"
-               : out->windowed ? "the congestion window (a flow alone)"
-               : "rate x RTT";
+    out->pace = s->loss_based && !out->contested;
+    out->why = out->queued ? "steered by the queue" : "rate x RTT";
 }
 
 /** At tcp_wmem[2] while the rate grows, the ramp gets LIFT x the target
@@ -539,8 +604,11 @@ void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
         l->recovering--;
     }
     l->retrans = s->total_retrans;
-    l->crowd = sbt_law_crowd(l, s);
-    l->contested = sbt_law_contested(l, s, out);
+    sbt_law_count(l, s);
+    out->crowd = s->crowd_members;
+    out->contested = sbt_law_contested(l, s, sbt_law_queue_steers(
+                                           l->min_rtt_us,
+                                           sbt_law_queue_us(l, s)));
     ramp = l->ramping && sbt_law_ramping(l, s);
     out->rate_switched = sbt_law_set_rate(l, lim);
     if (ramp) {
@@ -555,6 +623,4 @@ void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
     if (!l->ramping && l->settling) {
         l->settling--;
     }
-    out->crowd = l->crowd;
-    out->contested = l->contested;
 }

@@ -44,21 +44,21 @@ typedef struct {
     uint32_t total_retrans;     /**< segments retransmitted so far */
     uint64_t sndbuf_limited_us; /**< tcpi_sndbuf_limited */
     int has_chrono;             /**< sndbuf_limited_us is present */
-    /** From sndbuf_path.c: the lowest minimum RTT other connections to
-     *  this client measured lately (0: none), whether any look now, and
-     *  how many other flows of this server, to any client, saw a queue
-     *  like this one's lately. */
-    uint32_t path_min_rtt_us;
-    int path_shared;
-    int crowd_peers;
-    /** Also from sndbuf_path.c: what the crowds' flows delivered together
-     *  lately and the most they did (bytes/s; 0: not known), when one of
-     *  them last saw no queue, and until when another look found their
-     *  queue contested (0: never). */
+    /** Bytes delivered so far (tcpi_delivered, each look's new segments
+     *  at that look's MSS), if the kernel counts them (@a has_delivered):
+     *  a flow's own delivery, by which the law checks that steering costs
+     *  it nothing. */
+    uint64_t delivered;
+    int has_delivered;
+    /** From sndbuf_path.c (read once a second): this server's other flows
+     *  at this flow's RTT (0: none), what they deliver now and did when
+     *  this flow delivered most lately, what it did then (bytes/s), and
+     *  the lowest minimum RTT of those to its client's address (0: none). */
+    int crowd_members;
     uint64_t crowd_rate;
-    uint64_t crowd_peak;
-    int64_t crowd_drained_us;   /**< a crowd's flow last saw no queue */
-    int64_t contested_until_us;
+    uint64_t crowd_rate_then;
+    uint64_t crowd_own_then;
+    uint32_t path_min_rtt_us;
     int loss_based;             /**< cubic, reno (not bbr): fill the queue */
     int locked_at;              /**< SO_SNDBUF a lock holds; 0: autotuned */
     int effective;              /**< SO_SNDBUF read (ss's tb); -1: locked */
@@ -81,12 +81,22 @@ typedef struct {
     int from_handshake;         /**< which is still the handshake's */
     uint32_t retrans;           /**< at the last look */
     int recovering;             /**< looks left sized for recovery */
-    uint64_t window;            /**< peak CWND_FLOOR x cwnd x MSS */
-    int64_t window_us;          /**< since */
-    int crowd;                  /**< in a crowd at the last look */
-    int64_t crowd_until_us;     /**< held a crowd until */
-    int contested;              /**< its queue another sender's too */
-    int64_t short_since_us;     /**< the crowd delivers short since; 0 */
+    /** Its delivery: per block of about 1 s (the last whole one's rate),
+     *  and the most per block over the last 12-16 s. */
+    int64_t block_us;
+    uint64_t block_delivered;
+    uint64_t rate_now;
+    uint64_t peak[4];
+    int64_t peak_epoch;
+    int64_t drained_us;         /**< its queue last too short to steer by */
+    int64_t short_since_us;     /**< delivers short of its peak since; 0 */
+    int64_t contested_until_us; /**< left to autotuning until */
+    uint64_t floor;             /**< steering's floor in this rate block */
+    int64_t floor_us;           /**< the block's (block_us) */
+    uint64_t block_limited_us;  /**< sndbuf_limited_us at its start */
+    int bound;                  /**< its buffer held it back last block */
+    int proven;                 /**< a bound block cost it nothing */
+    int contests;               /**< so far: each holds twice as long */
 } sbt_law_t;
 
 typedef enum {
@@ -103,15 +113,11 @@ typedef struct {
     int clamped;                /**< limits, wmem_max or 2 x MSS shaped it */
     uint32_t queue_us;          /**< the queue the flow saw */
     int queued;                 /**< and it steered */
-    int windowed;               /**< sized by cwnd (a flow alone) */
     int limited;                /**< send-buffer-limited since last look */
     int rate_switched;          /**< between configured and measured */
     int pace;                   /**< have the kernel pace it (with SET) */
-    int crowd;                  /**< in a crowd of this server's flows */
-    int contested;              /**< beside another sender: sized alone */
-    /** This look found the crowd's queue contested: the others' looks are
-     *  to know until when (sbt_path_contest); 0: it did not. */
-    int64_t contest_until_us;
+    int crowd;                  /**< the crowd's other members */
+    int contested;              /**< steering cost delivery: autotuning */
 } sbt_law_out_t;
 
 /** Start following a response; @a estimate: the rate an earlier response
@@ -120,13 +126,8 @@ void sbt_law_begin(sbt_law_t *l, const sbt_law_limits_t *lim,
                    const sbt_law_sample_t *s, uint64_t estimate);
 
 /** The flow's own minimum RTT in @a s, and whether it is only the
- *  handshake's (the caller asks sndbuf_path.c with it). */
+ *  handshake's (no queue to tell yet). */
 uint32_t sbt_law_own_min_rtt(const sbt_law_sample_t *s, int *handshake);
-
-/** The queue a flow of minimum RTT @a min_rtt_us sees at @a srtt_us if it
- *  is long enough to steer by (sndbuf_path.c's board compares them), else
- *  0. */
-uint32_t sbt_law_queue_counts(uint32_t min_rtt_us, uint32_t srtt_us);
 
 void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
                   const sbt_law_sample_t *s, sbt_law_out_t *out);

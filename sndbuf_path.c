@@ -1,28 +1,29 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * sndbuf_path.c: what this server's other auto flows see of the network,
- * shared by all its child processes (docs/auto.md, "Crowds"):
- *  - per client address, the lowest minimum RTT its connections measured
- *    lately (a late comer's own began in the queue the others keep), and
- *    whether another connection to it looks now;
- *  - a board of the queues flows saw lately, to any client: flows whose
- *    queues match at the same moment share a bottleneck, whatever their
- *    addresses and processes;
- *  - what the crowds' flows delivered together lately, the most they did,
- *    and until when their queue is known to be another sender's too.
+ * sndbuf_path.c: what this server's auto flows deliver, shared by all its
+ * child processes, so that a flow that delivers short of its peak can
+ * tell whether its loss went to its crowd: this server's other flows at
+ * its RTT now, whatever their addresses and processes (docs/auto.md,
+ * "Crowds").  Flows through one bottleneck share its queue, so their RTTs
+ * move together; and what one loses to the others there, they gain: the
+ * sum holds.  A flow whose loss no such flow gained has lost it to a
+ * sender this server does not know of, or to a path of its own.  Flows
+ * to one client address at one RTT take the same path: a late comer,
+ * whose own minimum RTT began in the queue the others keep, takes theirs
+ * (behind a NAT, another path has another RTT).  Each flow keeps its RTT,
+ * its minimum and its delivery rate in each second of the last 16 in a
+ * slot of its own, and reads them all once a second.
  *
  * One anonymous shared-memory segment, made before the children fork and
- * kept across restarts.  No lock that could hang a worker: a path slot is
- * taken with a compare-and-swap on its sequence word, and a look that
- * finds it taken goes without it (no worse off than without the table);
- * the board's bits are set and read atomically.  The atomics are the
- * compiler's, not APR's: APR's are calls into a library ThreadSanitizer
- * does not instrument, so it would see the slot's plain fields written
- * with no ordering between threads.
+ * kept across restarts.  No lock: a slot has one writer, the flow whose
+ * id it holds, taken with a compare-and-swap from a free slot or one no
+ * flow wrote for FRESH (a child killed mid-look leaves nothing held); a
+ * reader skips slots not written for FRESH, and reads each field whole.
+ * Ids come from one counter in the segment: unique across children and
+ * restarts, and no client chooses where its flow's slot is.  The atomics
+ * are the compiler's: ThreadSanitizer sees them, not APR's library calls.
  */
-
-#include <unistd.h>             /* getpid */
 
 #include "httpd.h"
 #include "http_log.h"
@@ -33,480 +34,211 @@
 
 APLOG_USE_MODULE(sndbuf_tune);
 
-/* Direct-mapped by address: a client whose slot another address holds,
- * freshly, keeps its own minimum. */
+/* Flows with a slot; one whose PROBES slots are all taken goes without:
+ * it counts in no crowd, and has none. */
 #define SBT_PATH_SLOTS      1024
+#define SBT_PATH_PROBES     8
 
-/* A minimum no connection has confirmed for this long is forgotten (as
- * BBR's), so a longer new route is not read as a queue for longer. */
-#define SBT_PATH_FRESH      apr_time_from_sec(10)
+/* A slot no look wrote for this long is free, and read by no one. */
+#define SBT_PATH_FRESH_US   2000000
 
-/* A connection shares its path while another whose response is under way
- * looked at it within this long (about once an RTT).  One whose response
- * has ended (idle keep-alive, a crowd just ended) no longer counts. */
-#define SBT_PATH_SHARED     apr_time_from_sec(2)
+/* Another flow is at this flow's RTT when its smoothed RTT is within
+ * 1/NEAR_DIV of this one's: smoothed RTTs read once an RTT or less often
+ * differ that much in one queue. */
+#define SBT_PATH_NEAR_DIV   4
 
-/* The connections that looked last.  Three: when one leaves, another of
- * a crowd is still there, so no member takes itself for alone. */
-#define SBT_PATH_LOOKERS    3
-
-/* Tries at a slot another process or thread is writing (some 100 ns). */
-#define SBT_PATH_TRIES      64
-
-/* The board: slices of 1/8 s, two seconds of them, each with a bit per
- * flow (hashed to 64) for each queue length, in quarter octaves from
- * 1 ms (4 s at the top).  A look compares with the last WINDOW_MIN
- * slices, or two of its RTTs, whichever is longer: the flows within BAND
- * quarter octaves of its queue (+-41%) are its peers. */
-#define SBT_BOARD_SLICE_US  125000
-#define SBT_BOARD_SLICES    16
-#define SBT_BOARD_BUCKETS   48
-#define SBT_BOARD_WINDOW_MIN 4
-#define SBT_BOARD_BAND      2
-
-/* The crowds' delivery: each crowd's flow keeps its delivery rate since
- * its last look in a slot of its own (open addressing, PROBES tries from
- * its hash; a slot not written for FLOW_FRESH is free).  Whoever moves the
- * board to a new slice sums them into it, and a look reads the mean of
- * the last SENT_SLICES slices (1 s).  A flow's rate covers the time since
- * its last look, which under the event MPM may be a second: summed bytes
- * per slice would come in late, and the crowd look slower than it is.
- * The peak is held over PEAK_BLOCKS blocks of PEAK_BLOCK_US (16 to 20 s),
- * longer than a contest lasts (sndbuf_law.c), so that the test after one
- * still knows what the crowd delivered during it. */
-#define SBT_FLOW_SLOTS      4096
-#define SBT_FLOW_PROBES     8
-#define SBT_FLOW_FRESH      apr_time_from_sec(2)
-#define SBT_SENT_SLICES     8
-#define SBT_PEAK_BLOCK_US   4000000
-#define SBT_PEAK_BLOCKS     5
+/* A flow's delivery rate (sndbuf_law.c's, over about a second) in KiB/s
+ * per block of BLOCK_US, BLOCKS of them (16 s), a block it did not look
+ * in holding the one before. */
+#define SBT_PATH_BLOCK_US   1000000
+#define SBT_PATH_BLOCKS     16
 
 #define SBT_PATH_MAGIC      0x53425450u     /* "SBTP" */
-#define SBT_PATH_VERSION    2u
+#define SBT_PATH_VERSION    4u
 #define SBT_PATH_RETAINED   "mod_sndbuf_tune/paths"
 
+/* Two cache lines, each slot on lines of its own. */
 typedef struct {
-    apr_uint64_t conn;          /**< sbt_path_id(); 0: empty */
-    apr_int64_t at;             /**< sbt_clock_us() */
-} sbt_looker_t;
-
-typedef struct {
-    /** Odd while a writer holds the slot. */
-    apr_uint32_t seq;
-    apr_uint32_t family;        /**< 0: empty */
+    apr_uint64_t id;            /**< its flow's; 0: free */
+    apr_int64_t at;             /**< the last look, sbt_clock_us() */
+    apr_uint64_t block;         /**< the newest rate's block */
+    apr_uint32_t srtt_us;       /**< at the last look */
+    apr_uint32_t min_rtt_us;    /**< its own */
+    apr_uint32_t family;        /**< its client's address */
     unsigned char addr[16];
-    apr_uint32_t min_rtt_us;
-    /** When a connection last measured min_rtt_us or less. */
-    apr_int64_t seen;
-    sbt_looker_t looker[SBT_PATH_LOOKERS];
-} sbt_path_t;
-
-typedef struct {
-    apr_uint64_t epoch;         /**< sbt_clock_us() / SLICE_US */
-    apr_uint64_t flows[SBT_BOARD_BUCKETS];
-    apr_uint64_t sent;          /**< the crowds' delivery then, B/s */
-} sbt_slice_t;
-
-typedef struct {
-    apr_uint64_t conn;          /**< sbt_path_id(); 0: free */
-    apr_uint64_t rate;          /**< B/s since its look before */
-    apr_int64_t at;             /**< sbt_clock_us() */
-} sbt_flow_t;
-
-typedef struct {
-    apr_uint64_t epoch;         /**< sbt_clock_us() / PEAK_BLOCK_US */
-    apr_uint64_t rate;          /**< the highest read in it, bytes/s */
-} sbt_peak_t;
+    apr_uint32_t rate[SBT_PATH_BLOCKS];
+} __attribute__((aligned(64))) sbt_path_slot_t;
 
 typedef struct {
     apr_uint32_t magic;
     apr_uint32_t version;
     apr_size_t size;
-    sbt_path_t path[SBT_PATH_SLOTS];
-    sbt_slice_t slice[SBT_BOARD_SLICES];
-    sbt_flow_t flow[SBT_FLOW_SLOTS];
-    sbt_peak_t peak[SBT_PEAK_BLOCKS];
-    apr_int64_t drained_at;         /**< sbt_clock_us() */
-    apr_int64_t contested_until;
+    apr_uint64_t next_id;
+    sbt_path_slot_t slot[SBT_PATH_SLOTS];
 } sbt_paths_t;
 
 /* Set in post_config, inherited by the children; NULL: no segment. */
 static sbt_paths_t *sbt_paths;
 
-/* This child's pid, read once (getpid is a system call). */
-static apr_uint64_t sbt_my_pid;
+#define SBT_LOAD(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
+#define SBT_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
-/** A connection's name across processes: a conn_rec's address is only
- *  unique within its process. */
-static apr_uint64_t sbt_path_id(const void *conn)
-{
-    apr_uint64_t id = (sbt_my_pid << 32) ^ (apr_uint64_t)(apr_uintptr_t)conn;
-
-    return id ? id : 1;
-}
-
-/* ---- per client address ---- */
-
-/** Note @a conn's look at @a p (in its own entry, else the oldest); is
- *  the path shared with another of this server's connections? */
-static int sbt_path_shared(sbt_path_t *p, apr_uint64_t conn, apr_int64_t now)
-{
-    sbt_looker_t *mine = NULL, *oldest = &p->looker[0];
-    int i, shared = 0;
-
-    for (i = 0; i < SBT_PATH_LOOKERS; i++) {
-        sbt_looker_t *l = &p->looker[i];
-
-        if (l->conn == conn) {
-            mine = l;
-        }
-        else if (l->conn && now - l->at <= SBT_PATH_SHARED) {
-            shared = 1;
-        }
-        if (l->at < oldest->at) {
-            oldest = l;
-        }
-    }
-    mine = mine ? mine : oldest;
-    mine->conn = conn;
-    mine->at = now;
-    return shared;
-}
-
-/** The slot of @a client's path, taken (sbt_path_give); NULL: none, or
- *  another writer holds it. */
-static sbt_path_t *sbt_path_take(const apr_sockaddr_t *client)
-{
-    sbt_path_t *p;
-    apr_uint32_t seq;
-    int len, i;
-
-    if (!sbt_paths || !client
-        || (len = client->ipaddr_len) <= 0 || len > 16) {
-        return NULL;
-    }
-    p = &sbt_paths->path[sbt_hash(client->ipaddr_ptr, len) % SBT_PATH_SLOTS];
-    for (i = 0; i < SBT_PATH_TRIES; i++) {
-        seq = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
-        if (!(seq & 1)
-            && __atomic_compare_exchange_n(&p->seq, &seq, seq + 1, 0,
-                                           __ATOMIC_ACQUIRE,
-                                           __ATOMIC_RELAXED)) {
-            return p;
-        }
-    }
-    return NULL;
-}
-
-static void sbt_path_give(sbt_path_t *p)
-{
-    __atomic_fetch_add(&p->seq, 1, __ATOMIC_RELEASE);
-}
-
-/** The lowest minimum RTT to @a client lately (@a own_us if none is
- *  lower), and whether another connection to it looks (@a v). */
-static void sbt_path_client(const apr_sockaddr_t *client, apr_uint64_t conn,
-                            apr_uint32_t own_us, apr_int64_t now,
-                            sbt_path_view_t *v)
-{
-    sbt_path_t *p = sbt_path_take(client);
-    int stale;
-
-    if (p == NULL) {
-        return;
-    }
-    stale = now - p->seen > SBT_PATH_FRESH;
-    if (p->family != (apr_uint32_t)client->family
-        || memcmp(p->addr, client->ipaddr_ptr, client->ipaddr_len)) {
-        if (p->family && !stale) {      /* another address's, fresh */
-            sbt_path_give(p);
-            return;
-        }
-        /* the slot is this address's now (seq is the taker's word) */
-        p->family = (apr_uint32_t)client->family;
-        memset(p->addr, 0, sizeof(p->addr));
-        memcpy(p->addr, client->ipaddr_ptr, client->ipaddr_len);
-        p->min_rtt_us = own_us;
-        p->seen = 0;
-        memset(p->looker, 0, sizeof(p->looker));
-    }
-    if (stale || own_us <= p->min_rtt_us) {
-        p->min_rtt_us = own_us;
-        p->seen = now;
-    }
-    v->min_rtt_us = p->min_rtt_us;
-    v->shared = sbt_path_shared(p, conn, now);
-    sbt_path_give(p);
-}
-
-/* ---- the board ---- */
-
-/** The board's row for @a us (at least 1 ms): about 4 x log2(ms), from
- *  its top bit and the two below it. */
-static int sbt_board_bucket(apr_uint32_t us)
-{
-    int top = 0, b;
-
-    while (us >> (top + 1)) {
-        top++;
-    }
-    /* 1000 us: top bit 9, 4 x log2(1000) = 39.9 */
-    b = 4 * top + (int)((us >> (top - 2)) & 3) - 40;
-    return b < 0 ? 0 : b >= SBT_BOARD_BUCKETS ? SBT_BOARD_BUCKETS - 1 : b;
-}
-
-/** The crowds' delivery now: the sum of their flows' fresh rates. */
-static apr_uint64_t sbt_flows_sum(apr_int64_t now)
-{
-    apr_uint64_t sum = 0;
-    int i;
-
-    for (i = 0; i < SBT_FLOW_SLOTS; i++) {
-        const sbt_flow_t *f = &sbt_paths->flow[i];
-
-        if (__atomic_load_n(&f->conn, __ATOMIC_RELAXED)
-            && now - __atomic_load_n(&f->at, __ATOMIC_RELAXED)
-               <= SBT_FLOW_FRESH) {
-            sum += __atomic_load_n(&f->rate, __ATOMIC_RELAXED);
-        }
-    }
-    return sum;
-}
-
-/** The slice of epoch @a e, made current if it is not (its bits of two
- *  seconds ago cleared, and the crowds' delivery summed, once, by whoever
- *  moves it). */
-static sbt_slice_t *sbt_board_slice(apr_uint64_t e)
-{
-    sbt_slice_t *sl = &sbt_paths->slice[e % SBT_BOARD_SLICES];
-    apr_uint64_t was = __atomic_load_n(&sl->epoch, __ATOMIC_ACQUIRE);
-    int i;
-
-    if (was < e
-        && __atomic_compare_exchange_n(&sl->epoch, &was, e, 0,
-                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        for (i = 0; i < SBT_BOARD_BUCKETS; i++) {
-            __atomic_store_n(&sl->flows[i], 0, __ATOMIC_RELAXED);
-        }
-        __atomic_store_n(&sl->sent, sbt_flows_sum((apr_int64_t)e
-                                                  * SBT_BOARD_SLICE_US),
-                         __ATOMIC_RELAXED);
-    }
-    return sl;
-}
-
-static void sbt_board_mark(apr_uint64_t *flows, apr_uint64_t bit)
-{
-    __atomic_fetch_or(flows, bit, __ATOMIC_RELAXED);
-}
-
-static int sbt_popcount(apr_uint64_t v)
-{
-    int n = 0;
-
-    for (; v; v &= v - 1) {
-        n++;
-    }
-    return n;
-}
-
-/** The slices a look compares with: the last WINDOW_MIN, or two RTTs. */
-static int sbt_board_window(apr_uint32_t srtt_us)
-{
-    int window = (int)(2 * (apr_uint64_t)srtt_us / SBT_BOARD_SLICE_US) + 1;
-
-    return window < SBT_BOARD_WINDOW_MIN ? SBT_BOARD_WINDOW_MIN
-           : window > SBT_BOARD_SLICES - 1 ? SBT_BOARD_SLICES - 1 : window;
-}
-
-/** Mark flow @a bit at @a queue_us on epoch @a e's slice; how many
- *  other flows the last @a window slices have within BAND rows of it. */
-static int sbt_board_look(apr_uint64_t bit, apr_uint32_t queue_us,
-                          apr_uint64_t e, int window)
-{
-    apr_uint64_t seen = 0;
-    int row = sbt_board_bucket(queue_us), k, b;
-
-    sbt_board_mark(&sbt_board_slice(e)->flows[row], bit);
-    for (k = 0; k < window && (apr_uint64_t)k <= e; k++) {
-        const sbt_slice_t *sl = &sbt_paths->slice[(e - k) % SBT_BOARD_SLICES];
-
-        if (__atomic_load_n(&sl->epoch, __ATOMIC_ACQUIRE) != e - k) {
-            continue;
-        }
-        for (b = row - SBT_BOARD_BAND; b <= row + SBT_BOARD_BAND; b++) {
-            if (b >= 0 && b < SBT_BOARD_BUCKETS) {
-                seen |= __atomic_load_n(&sl->flows[b], __ATOMIC_RELAXED);
-            }
-        }
-    }
-    return sbt_popcount(seen & ~bit);
-}
-
-/* ---- the crowds' delivery ---- */
-
-/** Raise the shared time @a at to @a t (never lower it). */
-static void sbt_path_raise(apr_int64_t *at, apr_int64_t t)
-{
-    apr_int64_t was = __atomic_load_n(at, __ATOMIC_RELAXED);
-
-    while (t > was
-           && !__atomic_compare_exchange_n(at, &was, t, 0, __ATOMIC_RELAXED,
-                                           __ATOMIC_RELAXED)) {
-    }
-}
-
-/** Keep flow @a id's delivery rate @a rate in its slot while it is a
- *  crowd's (@a member), else free the slot it has. */
-static void sbt_flow_note(apr_uint64_t id, int member, apr_uint64_t rate,
+/** Take a slot for a new flow (@a f) to @a client: a free one, or one
+ *  whose flow has not looked for FRESH, which is set before any reader
+ *  counts it. */
+static void sbt_path_take(sbt_path_flow_t *f, const apr_sockaddr_t *client,
                           apr_int64_t now)
 {
-    apr_uint64_t h = sbt_hash(&id, sizeof(id)), was = 0, owner;
-    sbt_flow_t *f, *free_slot = NULL;
     int i;
 
-    for (i = 0; i < SBT_FLOW_PROBES; i++) {
-        f = &sbt_paths->flow[(h + (apr_uint64_t)i) % SBT_FLOW_SLOTS];
-        owner = __atomic_load_n(&f->conn, __ATOMIC_RELAXED);
-        if (owner == id) {
-            break;
+    f->id = __atomic_add_fetch(&sbt_paths->next_id, 1, __ATOMIC_RELAXED);
+    for (i = 0; i < SBT_PATH_PROBES; i++) {
+        int k = (int)((f->id + (apr_uint64_t)i) % SBT_PATH_SLOTS);
+        sbt_path_slot_t *p = &sbt_paths->slot[k];
+        apr_uint64_t was = SBT_LOAD(&p->id);
+
+        if ((was && now - SBT_LOAD(&p->at) <= SBT_PATH_FRESH_US)
+            || !__atomic_compare_exchange_n(&p->id, &was, f->id, 0,
+                                            __ATOMIC_ACQUIRE,
+                                            __ATOMIC_RELAXED)) {
+            continue;
         }
-        if (!free_slot && (!owner || now - __atomic_load_n(&f->at,
-                                                           __ATOMIC_RELAXED)
-                                     > SBT_FLOW_FRESH)) {
-            free_slot = f;
-            was = owner;
+        SBT_STORE(&p->block, 0);
+        memset(p->addr, 0, sizeof(p->addr));
+        if (client && client->ipaddr_len > 0 && client->ipaddr_len <= 16) {
+            memcpy(p->addr, client->ipaddr_ptr, client->ipaddr_len);
         }
-        f = NULL;
-    }
-    if (!member) {
-        if (f) {
-            __atomic_store_n(&f->conn, 0, __ATOMIC_RELAXED);
-        }
+        SBT_STORE(&p->family, client ? (apr_uint32_t)client->family : 0);
+        f->slot = k;
         return;
     }
-    if (!f && free_slot
-        && __atomic_compare_exchange_n(&free_slot->conn, &was, id, 0,
-                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-        f = free_slot;
-    }
-    if (f) {            /* else: 8 slots taken, the flow goes uncounted */
-        __atomic_store_n(&f->rate, rate, __ATOMIC_RELAXED);
-        __atomic_store_n(&f->at, now, __ATOMIC_RELAXED);
-    }
+    f->slot = -1;
 }
 
-/** The crowds' delivery, bytes/s: the mean of the last SENT_SLICES
- *  slices' sums, up to epoch @a e. */
-static apr_uint64_t sbt_sent_rate(apr_uint64_t e)
+/** Write this look into the flow's own slot: its RTT, and its rate in
+ *  this block and (its last rate) in any it did not look in since. */
+static void sbt_path_write(sbt_path_slot_t *p, const sbt_path_look_t *lk,
+                           apr_int64_t now)
 {
-    apr_uint64_t sum = 0, n = 0;
-    int k;
+    apr_uint64_t b = (apr_uint64_t)now / SBT_PATH_BLOCK_US, k;
+    apr_uint64_t was = SBT_LOAD(&p->block), kib = lk->rate >> 10;
+    apr_uint32_t carry = was ? SBT_LOAD(&p->rate[was % SBT_PATH_BLOCKS]) : 0;
 
-    for (k = 0; k < SBT_SENT_SLICES && (apr_uint64_t)k <= e; k++) {
-        const sbt_slice_t *sl = &sbt_paths->slice[(e - k) % SBT_BOARD_SLICES];
+    for (k = b > was + SBT_PATH_BLOCKS ? b - SBT_PATH_BLOCKS : was + 1;
+         k < b; k++) {
+        SBT_STORE(&p->rate[k % SBT_PATH_BLOCKS], carry);
+    }
+    SBT_STORE(&p->rate[b % SBT_PATH_BLOCKS],
+              kib > 0xffffffff ? 0xffffffff : (apr_uint32_t)kib);
+    __atomic_store_n(&p->block, b, __ATOMIC_RELEASE);
+    SBT_STORE(&p->srtt_us, lk->srtt_us);
+    SBT_STORE(&p->min_rtt_us, lk->min_rtt_us);
+    __atomic_store_n(&p->at, now, __ATOMIC_RELEASE);
+}
 
-        if (__atomic_load_n(&sl->epoch, __ATOMIC_ACQUIRE) == e - k) {
-            sum += __atomic_load_n(&sl->sent, __ATOMIC_RELAXED);
-            n++;
+/** Slot @a p's rate in block @a b (B/s): a block past its newest has the
+ *  newest's; one older than BLOCKS none. */
+static apr_uint64_t sbt_path_rate(const sbt_path_slot_t *p, apr_uint64_t b)
+{
+    apr_uint64_t newest = __atomic_load_n(&p->block, __ATOMIC_ACQUIRE);
+
+    b = b > newest ? newest : b;
+    return b + SBT_PATH_BLOCKS > newest
+           ? (apr_uint64_t)SBT_LOAD(&p->rate[b % SBT_PATH_BLOCKS]) << 10 : 0;
+}
+
+/** The block of the last BLOCKS in which slot @a p's rate was highest. */
+static apr_uint64_t sbt_path_peak(const sbt_path_slot_t *p, apr_uint64_t b)
+{
+    apr_uint64_t best = b, k;
+
+    for (k = b; k + SBT_PATH_BLOCKS > b && k > 0; k--) {
+        best = sbt_path_rate(p, k) > sbt_path_rate(p, best) ? k : best;
+    }
+    return best;
+}
+
+/** Is @a rtt within 1/NEAR_DIV of @a mine? */
+static int sbt_path_near(apr_uint32_t rtt, apr_uint32_t mine)
+{
+    apr_uint32_t near = mine / SBT_PATH_NEAR_DIV;
+
+    return rtt + near >= mine && rtt <= mine + near;
+}
+
+/** The crowd of the flow in slot @a mine: the fresh flows at its RTT,
+ *  their rate now and when its own was highest, and the lowest minimum
+ *  RTT of those to its client's address. */
+static void sbt_path_crowd(int mine, apr_int64_t now, sbt_path_crowd_t *c)
+{
+    const sbt_path_slot_t *me = &sbt_paths->slot[mine];
+    apr_uint64_t b = (apr_uint64_t)now / SBT_PATH_BLOCK_US;
+    apr_uint64_t then = sbt_path_peak(me, b);
+    apr_uint32_t srtt = me->srtt_us;
+    int i;
+
+    c->own_then = sbt_path_rate(me, then);
+    for (i = 0; i < SBT_PATH_SLOTS; i++) {
+        const sbt_path_slot_t *p = &sbt_paths->slot[i];
+        apr_uint32_t rtt = SBT_LOAD(&p->srtt_us);
+        apr_uint32_t min_rtt = SBT_LOAD(&p->min_rtt_us);
+
+        if (i == mine || !SBT_LOAD(&p->id)
+            || now - __atomic_load_n(&p->at, __ATOMIC_ACQUIRE)
+               > SBT_PATH_FRESH_US
+            || !sbt_path_near(rtt, srtt)) {
+            continue;
+        }
+        c->members++;
+        c->rate += sbt_path_rate(p, b);
+        c->rate_then += sbt_path_rate(p, then);
+        if (SBT_LOAD(&p->family) == me->family
+            && !memcmp(p->addr, me->addr, sizeof(p->addr))
+            && (!c->min_rtt_us || min_rtt < c->min_rtt_us)) {
+            c->min_rtt_us = min_rtt;
         }
     }
-    return n ? sum / n : 0;
 }
 
-/** Raise the current block's peak to @a rate; the highest of the last
- *  PEAK_BLOCKS blocks. */
-static apr_uint64_t sbt_sent_peak(apr_uint64_t rate, apr_int64_t now)
-{
-    apr_uint64_t b = (apr_uint64_t)now / SBT_PEAK_BLOCK_US, peak = 0, was;
-    sbt_peak_t *cur = &sbt_paths->peak[b % SBT_PEAK_BLOCKS];
-    int k;
-
-    was = __atomic_load_n(&cur->epoch, __ATOMIC_ACQUIRE);
-    if (was < b && __atomic_compare_exchange_n(&cur->epoch, &was, b, 0,
-                                               __ATOMIC_ACQ_REL,
-                                               __ATOMIC_ACQUIRE)) {
-        __atomic_store_n(&cur->rate, 0, __ATOMIC_RELAXED);
-    }
-    was = __atomic_load_n(&cur->rate, __ATOMIC_RELAXED);
-    while (rate > was
-           && !__atomic_compare_exchange_n(&cur->rate, &was, rate, 0,
-                                           __ATOMIC_RELAXED,
-                                           __ATOMIC_RELAXED)) {
-    }
-    for (k = 0; k < SBT_PEAK_BLOCKS && (apr_uint64_t)k <= b; k++) {
-        const sbt_peak_t *p = &sbt_paths->peak[(b - k) % SBT_PEAK_BLOCKS];
-        apr_uint64_t r = __atomic_load_n(&p->rate, __ATOMIC_RELAXED);
-
-        if (__atomic_load_n(&p->epoch, __ATOMIC_ACQUIRE) == b - k
-            && r > peak) {
-            peak = r;
-        }
-    }
-    return peak;
-}
-
-void sbt_path_look(const apr_sockaddr_t *client, const void *conn,
-                   const sbt_path_seen_t *seen, sbt_path_view_t *v)
+const sbt_path_crowd_t *sbt_path_look(sbt_path_flow_t *f,
+                                      const apr_sockaddr_t *client,
+                                      const sbt_path_look_t *lk)
 {
     apr_int64_t now = sbt_clock_us();
-    apr_uint64_t id = sbt_path_id(conn), e = (apr_uint64_t)now
-                                             / SBT_BOARD_SLICE_US;
-
-    *v = (sbt_path_view_t){.min_rtt_us = seen->own_min_rtt_us};
-    if (!sbt_paths || !seen->own_min_rtt_us) {
-        return;
-    }
-    sbt_path_client(client, id, seen->own_min_rtt_us, now, v);
-    if (seen->queue_us >= 1000) {
-        v->peers = sbt_board_look(APR_UINT64_C(1)
-                                  << (sbt_hash(&id, sizeof(id)) & 63),
-                                  seen->queue_us, e,
-                                  sbt_board_window(seen->srtt_us));
-    }
-    sbt_flow_note(id, seen->member,
-                  seen->since_us && now > seen->since_us
-                  ? seen->delivered * 1000000
-                    / (apr_uint64_t)(now - seen->since_us) : 0, now);
-    if (seen->member && !seen->queue_us) {
-        sbt_path_raise(&sbt_paths->drained_at, now);
-    }
-    sbt_board_slice(e);
-    v->crowd_rate = sbt_sent_rate(e);
-    v->crowd_peak = sbt_sent_peak(v->crowd_rate, now);
-    v->drained_at = __atomic_load_n(&sbt_paths->drained_at,
-                                    __ATOMIC_RELAXED);
-    v->contested_until = __atomic_load_n(&sbt_paths->contested_until,
-                                         __ATOMIC_RELAXED);
-}
-
-void sbt_path_contest(apr_int64_t until)
-{
-    if (sbt_paths) {
-        sbt_path_raise(&sbt_paths->contested_until, until);
-    }
-}
-
-void sbt_path_leave(const apr_sockaddr_t *client, const void *conn)
-{
-    apr_uint64_t id = sbt_path_id(conn);
-    sbt_path_t *p;
-    int i;
 
     if (!sbt_paths) {
-        return;
+        return &f->crowd;
     }
-    sbt_flow_note(id, 0, 0, 0);
-    if ((p = sbt_path_take(client)) == NULL) {
-        return;
+    if (!f->id || (f->slot >= 0
+                   && SBT_LOAD(&sbt_paths->slot[f->slot].id) != f->id)) {
+        sbt_path_take(f, client, now);  /* new, or its slot was taken */
     }
-    /* This one is done: the others' next looks share nothing with it. */
-    for (i = 0; i < SBT_PATH_LOOKERS; i++) {
-        if (p->looker[i].conn == id) {
-            p->looker[i] = (sbt_looker_t){0, 0};
+    if (f->slot < 0) {
+        return &f->crowd;
+    }
+    sbt_path_write(&sbt_paths->slot[f->slot], lk, now);
+    /* A crowd reads every slot: once a block at most. */
+    if (now - f->crowd_at >= SBT_PATH_BLOCK_US) {
+        memset(&f->crowd, 0, sizeof(f->crowd));
+        sbt_path_crowd(f->slot, now, &f->crowd);
+        f->crowd_at = now;
+    }
+    return &f->crowd;
+}
+
+void sbt_path_leave(sbt_path_flow_t *f)
+{
+    apr_uint64_t id = f->id;
+
+    if (sbt_paths && f->id && f->slot >= 0) {
+        sbt_path_slot_t *p = &sbt_paths->slot[f->slot];
+
+        if (__atomic_compare_exchange_n(&p->id, &id, 0, 0, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED)) {
+            SBT_STORE(&p->at, 0);
         }
     }
-    sbt_path_give(p);
+    f->slot = -1;
 }
 
 /** The segment: this build's layout, kept across restarts so that both
@@ -528,17 +260,20 @@ static int sbt_path_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         && sbt_paths->size == sizeof(sbt_paths_t)) {
         return OK;
     }
-    /* The old one stays mapped for the old generation's children. */
-    rv = apr_shm_create(&shm, sizeof(sbt_paths_t), NULL, s->process->pool);
+    /* The old one stays mapped for the old generation's children.  The
+     * base APR returns is not a cache line's: one more for that. */
+    rv = apr_shm_create(&shm, sizeof(sbt_paths_t) + 64, NULL,
+                        s->process->pool);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, "SndbufTune auto: "
-                     "no shared memory for what connections see of their "
-                     "paths (%" APR_SIZE_T_FMT " bytes): each connection "
-                     "keeps to its own figures", sizeof(sbt_paths_t));
+                     "no shared memory for what flows see of their paths "
+                     "(%" APR_SIZE_T_FMT " bytes): each flow keeps to its "
+                     "own figures", sizeof(sbt_paths_t));
         sbt_paths = *kept = NULL;
         return OK;
     }
-    sbt_paths = apr_shm_baseaddr_get(shm);
+    sbt_paths = (sbt_paths_t *)APR_ALIGN((apr_uintptr_t)
+                                         apr_shm_baseaddr_get(shm), 64);
     memset(sbt_paths, 0, sizeof(*sbt_paths));
     sbt_paths->magic = SBT_PATH_MAGIC;
     sbt_paths->version = SBT_PATH_VERSION;
@@ -547,16 +282,8 @@ static int sbt_path_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     return OK;
 }
 
-static void sbt_path_child_init(apr_pool_t *pchild, server_rec *s)
-{
-    (void)pchild; (void)s;
-    sbt_my_pid = (apr_uint64_t)getpid();
-}
-
 void sbt_path_register_hooks(void)
 {
     /* The segment before the children fork, which inherit it. */
     ap_hook_post_config(sbt_path_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-    /* Each child's part of its connections' names. */
-    ap_hook_child_init(sbt_path_child_init, NULL, NULL, APR_HOOK_MIDDLE);
 }

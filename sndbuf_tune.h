@@ -269,36 +269,39 @@ void sbt_auto_register_hooks(void);
 /* sndbuf_path.c */
 /** What one look saw, for the others. */
 typedef struct {
-    apr_uint32_t own_min_rtt_us;    /**< the flow's own */
     apr_uint32_t srtt_us;
-    apr_uint32_t queue_us;          /**< the queue the law would steer by */
-    /** Delivered since @a since_us, bytes (0: none to count), by a flow
-     *  that was in a crowd at its last look (@a member). */
-    apr_uint64_t delivered;
-    apr_int64_t since_us;
-    int member;
-} sbt_path_seen_t;
+    apr_uint32_t min_rtt_us;    /**< the flow's own */
+    apr_uint64_t rate;          /**< its delivery rate lately, bytes/s */
+} sbt_path_look_t;
 
-/** What this server's other auto flows see, for one look. */
+/** A flow's crowd, read at most once a second: this server's other flows
+ *  at its RTT (0: none), their rates summed now and in the second of the
+ *  last 16 in which its own was highest, its own then (bytes/s), and the
+ *  lowest minimum RTT of those to its client's address (0: none). */
 typedef struct {
-    apr_uint32_t min_rtt_us;    /**< the lowest to this client lately */
-    int shared;                 /**< another connection to it looks too */
-    int peers;                  /**< other flows saw a queue like this */
-    apr_uint64_t crowd_rate;    /**< the crowds' delivery lately, B/s */
-    apr_uint64_t crowd_peak;    /**< its highest in the last 16-20 s */
-    apr_int64_t drained_at;     /**< a crowd's flow saw no queue, or 0 */
-    apr_int64_t contested_until;    /**< sbt_path_contest's, or 0 */
-} sbt_path_view_t;
+    int members;
+    apr_uint64_t rate;
+    apr_uint64_t rate_then;
+    apr_uint64_t own_then;
+    apr_uint32_t min_rtt_us;
+} sbt_path_crowd_t;
 
-/** Record @a conn's look at the path to @a client (@a seen) and say what
- *  the others see in @a v, in any of the server's processes. */
-void sbt_path_look(const apr_sockaddr_t *client, const void *conn,
-                   const sbt_path_seen_t *seen, sbt_path_view_t *v);
-/** The crowds' queue is another sender's too until @a until (a time of
- *  sbt_clock_us(); only ever extended). */
-void sbt_path_contest(apr_int64_t until);
-/** Connection @a conn's response has ended: it shares the path no more. */
-void sbt_path_leave(const apr_sockaddr_t *client, const void *conn);
+/** One auto flow's place in the shared segment (sndbuf_path.c's fields;
+ *  zeroed before its first look). */
+typedef struct {
+    apr_uint64_t id;            /**< 0: not placed yet */
+    int slot;                   /**< -1: none to be had */
+    sbt_path_crowd_t crowd;     /**< its crowd when last read, and when */
+    apr_int64_t crowd_at;
+} sbt_path_flow_t;
+
+/** Record flow @a f's look @a lk at the path to @a client, for every
+ *  process of the server; its crowd as last read. */
+const sbt_path_crowd_t *sbt_path_look(sbt_path_flow_t *f,
+                                      const apr_sockaddr_t *client,
+                                      const sbt_path_look_t *lk);
+/** Flow @a f's response has ended: its slot is free. */
+void sbt_path_leave(sbt_path_flow_t *f);
 void sbt_path_register_hooks(void);
 
 /** What became of one request, for the status page's counters. */

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * bench/path_cost.c: what one look at sndbuf_path.c's shared table costs
- * (its address slot and the board of queues and RTTs), with FLOWS
- * concurrent downloads to as many client addresses, looked at by THREADS
- * threads at once, as the children of a busy server would.  The real
- * sndbuf_path.c, linked with bench/httpd_stubs.c for the few httpd calls
- * it makes at startup.  Prints "threads flows looks cpu_ns_per_look".
+ * bench/path_cost.c: what a look at sndbuf_path.c's shared segment costs,
+ * with FLOWS concurrent auto flows spread over THREADS threads (each flow
+ * looked at by one, as a connection is by one worker at a time), as the
+ * children of a busy server would: a look that only writes the flow's
+ * slot, and one that also reads the crowd (a flow short of its peak).
+ * The real sndbuf_path.c, linked with t/helpers/httpd_stubs.c for the
+ * httpd calls it makes at startup.  Prints "threads flows looks
+ * ns_per_look ns_per_crowd_look" (CPU time).
  *
  *   bench/path_cost [FLOWS [THREADS [LOOKS_PER_THREAD]]]
  */
@@ -19,68 +21,64 @@
 
 #include "httpd.h"
 #include "apr_general.h"
-#include "apr_network_io.h"
 
 #include "../sndbuf_tune.h"
-#include "../sndbuf_kernel.h"
-#include "httpd_stubs.h"
+#include "../t/helpers/httpd_stubs.h"
 
-/* ---- the flows ---- */
-
-typedef struct {
-    apr_sockaddr_t addr;
-    struct sockaddr_in sin;
-    char conn;                  /* its address is the connection's name */
-} sbt_cost_flow_t;
-
-static sbt_cost_flow_t *sbt_flows;
-static int sbt_nflows;
+static sbt_path_flow_t *sbt_flows;
+static int sbt_nflows, sbt_threads;
 static long sbt_looks;
+static double sbt_cpu_ns[64][2];
 
-static double sbt_cpu_ns[64];
-
-static double sbt_cost_ns(clockid_t clock)
+static double sbt_cost_ns(void)
 {
     struct timespec t;
 
-    clock_gettime(clock, &t);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return t.tv_sec * 1e9 + t.tv_nsec;
 }
 
+/* Thread @a me's looks at its flows: without asking, then asking. */
 static void *sbt_cost_thread(void *arg)
 {
-    int me = (int)(apr_uintptr_t)arg;
+    int me = (int)(apr_uintptr_t)arg, ask;
     unsigned int seed = (unsigned int)me + 1;
-    double cpu0 = sbt_cost_ns(CLOCK_THREAD_CPUTIME_ID);
     long i;
 
-    for (i = 0; i < sbt_looks; i++) {
-        sbt_cost_flow_t *f = &sbt_flows[rand_r(&seed) % sbt_nflows];
-        /* A crowd's queue: 20-60 ms over a 100 ms path; what the flow
-         * delivered in its last RTT, counted for the crowds. */
-        apr_uint32_t queue = 20000 + rand_r(&seed) % 40000;
-        sbt_path_seen_t seen = {100000, 100000 + queue, queue, 125000,
-                                sbt_clock_us() - 100000 - queue, 1};
-        sbt_path_view_t v;
+    for (ask = 0; ask < 2; ask++) {
+        double cpu0 = sbt_cost_ns();
+        long n = ask ? sbt_looks / 100 + 1 : sbt_looks;
 
-        sbt_path_look(&f->addr, &f->conn, &seen, &v);
+        for (i = 0; i < n; i++) {
+            int k = (int)(rand_r(&seed) % (unsigned)(sbt_nflows / sbt_threads))
+                    * sbt_threads + me;
+            sbt_path_flow_t *f = &sbt_flows[k];
+            /* A queue of 20-60 ms, 10 Mbit/s delivered. */
+            sbt_path_look_t lk = {20000 + rand_r(&seed) % 40000, 1250000,
+                                  ask};
+            sbt_path_crowd_t c;
+
+            sbt_path_look(f, &lk, &c);
+        }
+        sbt_cpu_ns[me][ask] = (sbt_cost_ns() - cpu0) / (double)n;
     }
-    sbt_cpu_ns[me] = sbt_cost_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     return NULL;
 }
 
 int main(int argc, char **argv)
 {
-    int threads = argc > 2 ? atoi(argv[2]) : 4, i;
     pthread_t tid[64];
     apr_pool_t *pool;
     process_rec proc;
     server_rec s;
-    double cpu = 0;
+    double cpu[2] = {0, 0};
+    int i;
 
     sbt_nflows = argc > 1 ? atoi(argv[1]) : 1000;
+    sbt_threads = argc > 2 ? atoi(argv[2]) : 4;
     sbt_looks = argc > 3 ? atol(argv[3]) : 1000000;
-    if (sbt_nflows < 1 || threads < 1 || threads > 64 || sbt_looks < 1) {
+    if (sbt_nflows < 1 || sbt_threads < 1 || sbt_threads > 64
+        || sbt_threads > sbt_nflows || sbt_looks < 1) {
         fprintf(stderr, "usage: path_cost [FLOWS [THREADS [LOOKS]]]\n");
         return 2;
     }
@@ -93,23 +91,16 @@ int main(int argc, char **argv)
     sbt_path_register_hooks();
     sbt_stubs_start(pool, &s);
     sbt_flows = calloc((size_t)sbt_nflows, sizeof(*sbt_flows));
-    for (i = 0; i < sbt_nflows; i++) {
-        sbt_cost_flow_t *f = &sbt_flows[i];
-
-        f->sin.sin_family = AF_INET;
-        f->sin.sin_addr.s_addr = htonl(0xc6120000u + (apr_uint32_t)i);
-        f->addr.family = AF_INET;
-        f->addr.ipaddr_ptr = &f->sin.sin_addr;
-        f->addr.ipaddr_len = sizeof(f->sin.sin_addr);
+    for (i = 0; i < sbt_threads; i++) {
+        pthread_create(&tid[i], NULL, sbt_cost_thread,
+                       (void *)(apr_uintptr_t)i);
     }
-    for (i = 0; i < threads; i++) {
-        pthread_create(&tid[i], NULL, sbt_cost_thread, (void *)(apr_uintptr_t)i);
-    }
-    for (i = 0; i < threads; i++) {
+    for (i = 0; i < sbt_threads; i++) {
         pthread_join(tid[i], NULL);
-        cpu += sbt_cpu_ns[i];
+        cpu[0] += sbt_cpu_ns[i][0] / sbt_threads;
+        cpu[1] += sbt_cpu_ns[i][1] / sbt_threads;
     }
-    printf("%d %d %ld %.0f\n", threads, sbt_nflows, sbt_looks * threads,
-           cpu / ((double)sbt_looks * threads));
+    printf("%d %d %ld %.0f %.0f\n", sbt_threads, sbt_nflows,
+           sbt_looks * sbt_threads, cpu[0], cpu[1]);
     return 0;
 }

@@ -47,13 +47,11 @@ static void parse_sample(const char *l, sbt_law_sample_t *s)
     s->total_retrans = (uint32_t)field(l, "retrans", 0);
     s->sndbuf_limited_us = (uint64_t)field(l, "limited", 0);
     s->has_chrono = (int)field(l, "chrono", 0);
-    s->path_min_rtt_us = (uint32_t)field(l, "path", 0);
-    s->path_shared = (int)field(l, "shared", 0);
-    s->crowd_peers = (int)field(l, "peers", 0);
+    s->delivered = (uint64_t)field(l, "delivered", 0);
+    s->has_delivered = (int)field(l, "hasdelivered", 0);
+    s->crowd_members = (int)field(l, "members", 0);
     s->crowd_rate = (uint64_t)field(l, "crate", 0);
-    s->crowd_peak = (uint64_t)field(l, "cpeak", 0);
-    s->crowd_drained_us = (int64_t)field(l, "drained", 0);
-    s->contested_until_us = (int64_t)field(l, "contested", 0);
+    s->crowd_rate_then = (uint64_t)field(l, "cthen", 0);
     s->loss_based = (int)field(l, "loss", 0);
     s->locked_at = (int)field(l, "locked", 0);
     s->effective = (int)field(l, "tb", -1);

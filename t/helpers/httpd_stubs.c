@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 
 /*
- * bench/httpd_stubs.c: the httpd calls sndbuf_path.c makes at startup,
- * for a program that links sndbuf_path.c without httpd (bench/path_cost.c):
- * the hooks it registers are kept and run by sbt_stubs_start(), the
- * retained data is one calloc, and a log line goes to stderr.
+ * t/helpers/httpd_stubs.c: the httpd calls sndbuf_path.c makes at
+ * startup, for a program that links sndbuf_path.c without httpd
+ * (t/unit/path_cases.c, bench/path_cost.c): the hook it registers is kept
+ * and run by sbt_stubs_start(), the retained data is one calloc, and a
+ * log line goes to stderr.
  */
 
 #include <stdio.h>
@@ -20,9 +21,7 @@ module AP_MODULE_DECLARE_DATA sndbuf_tune_module;
 
 typedef int (*sbt_post_config_f)(apr_pool_t *, apr_pool_t *, apr_pool_t *,
                                  server_rec *);
-typedef void (*sbt_child_init_f)(apr_pool_t *, server_rec *);
 static sbt_post_config_f sbt_stub_post_config;
-static sbt_child_init_f sbt_stub_child_init;
 static void *sbt_stub_retained;
 
 AP_DECLARE(void) ap_hook_post_config(sbt_post_config_f f,
@@ -31,14 +30,6 @@ AP_DECLARE(void) ap_hook_post_config(sbt_post_config_f f,
 {
     (void)pre; (void)succ; (void)order;
     sbt_stub_post_config = f;
-}
-
-AP_DECLARE(void) ap_hook_child_init(sbt_child_init_f f,
-                                    const char *const *pre,
-                                    const char *const *succ, int order)
-{
-    (void)pre; (void)succ; (void)order;
-    sbt_stub_child_init = f;
 }
 
 AP_DECLARE(void *) ap_retained_data_get(const char *key)
@@ -58,11 +49,10 @@ AP_DECLARE(void) ap_log_error_(const char *file, int line, int module_index,
                                const server_rec *s, const char *fmt, ...)
 {
     (void)file; (void)line; (void)module_index; (void)level; (void)s;
-    fprintf(stderr, "path_cost: %s (%d)\n", fmt, status);
+    fprintf(stderr, "httpd_stubs: %s (%d)\n", fmt, status);
 }
 
 void sbt_stubs_start(apr_pool_t *pool, server_rec *s)
 {
     sbt_stub_post_config(pool, pool, pool, s);
-    sbt_stub_child_init(pool, s);
 }
