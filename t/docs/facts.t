@@ -601,7 +601,7 @@ sub shared_maps {
     my @ours = sort { $b <=> $a } grep { !($without{$_} && $without{$_}--) }
         @MAPPED;
     my ($status, $paths, $all) = flat($TEXT{'README.md'})
-        =~ /(\d+) KiB for the status counters and (\d+) KiB for `auto`'s table of client paths, (\d+) KiB in all/;
+        =~ /(\d+) KiB for the status counters and (\d+) KiB for `auto`'s table of the flows it steers, (\d+) KiB in all/;
     my $sum = 0;
     $sum += $_ for @ours;
     is(join(' ', sort { $b <=> $a } grep { defined } $status, $paths)
