@@ -32,18 +32,22 @@ package SndbufBench::Internet;
 # (`nomod`: the module not loaded), `SndbufTune auto`, and in nat and
 # inet20 `SndbufTune 64k`; under each profile (--cc: bbr, this lab's;
 # cubic; stock: cubic with net.core.wmem_max 212992 for the whole machine,
-# put back after); --repeat N rounds (default 3, --quick 1), the order
+# put back after; default bbr and cubic, --quick bbr); --repeat N rounds
+# (default 3, --quick 1), the order
 # rotating; figures are the rounds' medians, ratios the medians of the
 # rounds' own. --secs N: each run's length (30 s, --quick 20 s), the
 # window from N/3 to N-2 s after the first download started.
 #
-# Per download, from ss in the server namespace every 0.5 s: goodput
-# (bytes_acked over the window), tb and srtt (averaged over the window's
-# samples); per group: the sum of goodput, Σtb (tb summed over the group's
-# sockets, averaged over the samples), the median of the downloads' srtt,
-# Jain's index. With the module loaded the server logs at
-# sndbuf_tune:trace2, and each look that says `in a crowd` is counted for
-# its download.
+# Per download, from ss in the server namespace every 0.5 s (a loop of
+# its own at a real-time priority, so that a sample's time is its own):
+# goodput (bytes_acked over the window), tb and srtt (averaged over the
+# window's samples); per group: the sum of goodput, Σtb (tb summed over
+# the group's sockets, averaged over the samples), the median of the
+# downloads' srtt, Jain's index, and beside foreign flows what they
+# delivered and the group's share. The downloads that start together come
+# from one curl (--parallel, an --interface and a --local-port each).
+# With the module loaded the server logs at sndbuf_tune:trace2, and each
+# look that says `in a crowd` is counted for its download.
 use strict;
 use warnings;
 use utf8;
@@ -266,11 +270,14 @@ sub selected {
         @CELLS;
 }
 
-# The profiles a cell runs under: its own, those --cc names (default bbr
-# and cubic; stock only when asked: it changes the machine's wmem_max).
+# The profiles --cc names: default bbr and cubic (--quick: bbr); stock
+# only when asked, as it changes the machine's wmem_max.
+sub cc_list { $opt{cc} // ($Q ? 'bbr' : 'bbr,cubic') }
+
+# The profiles a cell runs under: its own, of those --cc names.
 sub profiles_of {
     my $c = shift;
-    my %want = map { $_ => 1 } split /,/, $opt{cc} // 'bbr,cubic';
+    my %want = map { $_ => 1 } split /,/, cc_list();
     for (keys %want) {
         die "bench/run: --cc: bbr, cubic or stock, not '$_'\n"
             unless exists $PROFILE{$_};
@@ -291,7 +298,7 @@ sub run {
     my $t0 = Time::HiRes::time();
     my @cells = selected();
     say_('internet: ' . join(' ', map { $_->{name} } @cells) . '; profiles '
-         . ($opt{cc} // 'bbr,cubic') . '; ' . rounds() . ' round(s) of '
+         . cc_list() . '; ' . rounds() . ' round(s) of '
          . (times_())[0] . ' s');
     for my $c (@cells) {
         run_cell($c, $_) for profiles_of($c);
@@ -320,7 +327,7 @@ sub run_cell {
         runs => [ map { $_->[0] } @runs ], window => [$W0, $W1, $D],
         flows => [ map { { %$_, ports => undef } } @{ $spec->{flows} } ],
         rounds => [] };
-    my $churn = data_file($CHURN_SIZE) if $spec->{churn};
+    my $churn = $spec->{churn} ? data_file($CHURN_SIZE) : undef;
     for my $i (0 .. rounds() - 1) {
         my %r;
         for my $k (round_order([ map { $_->[0] } @runs ], $i)) {
