@@ -368,12 +368,16 @@ sub sampler_start {
     return { pid => $pid, out => $out };
 }
 
-# Stop the sampler; its samples from $t0 on: { t, socks => { download id
-# => ss }, foreign => { local port => ss } }.
 sub sampler_stop {
-    my ($smp, $t0, $peer, $fport) = @_;
+    my ($smp) = @_;
     kill 'TERM', -$smp->{pid};
     waitpid($smp->{pid}, 0);
+}
+
+# The sampler's samples from $t0 on: { t, socks => { download id => ss },
+# foreign => { local port => ss } }.
+sub sampler_read {
+    my ($smp, $t0, $peer, $fport) = @_;
     open my $fh, '<', $smp->{out}->filename or die "ss samples: $!";
     local $/ = "@@ ";
     my @samples;
@@ -552,11 +556,13 @@ sub measure {
         my $next = @todo ? $todo[0]{start} : $D;
         Time::HiRes::sleep(min_of(0.1, $next - $now)) if $next > $now;
     }
-    my @samples = sampler_stop($sampler, $t0, \%peer,
-                               { map { $_->{port} => 1 } @foreign });
+    # everything stops first: reading the samples takes a while
+    sampler_stop($sampler);
     my @churned = $churn ? churn_stop($churn) : ();
     my @early = map { curl_batch_stop($_) } @jobs;
     $lab->bulk_stop($_) for @bulk;
+    my @samples = sampler_read($sampler, $t0, \%peer,
+                               { map { $_->{port} => 1 } @foreign });
     my $health = cell_health($lab, $base, "internet $c->{name}", $k);
     $srv->stop;
     my $looks = count_looks($srv, \%peer);
