@@ -6,7 +6,7 @@
 # bbr bulk flow Apache does not serve (wanperf, bbr on its socket, as a
 # video service's would be) starts 5 s before the downloads; then each of
 # the six homes downloads from `SndbufTune auto` (bbr, one event child);
-# ss in the server namespace every 0.5 s for 25 s, figures over t = 8..24
+# ss in the server namespace every 0.5 s for 22 s, figures over t = 8..21
 # s (delivery: ss `delivered` x `mss`, the bulk flows' from their own
 # server sockets).
 #
@@ -32,7 +32,7 @@ use constant HOMES => 3;
 use constant QUIET => 3;
 use constant LEAD => 5;
 use constant FROM => 8;
-use constant SECS => 25;
+use constant SECS => 22;
 use constant SHARE_MIN => 0.2;
 use constant BULK_PORT => 5201;
 
