@@ -5,16 +5,16 @@
  *       Listen, accept one connection, send zeros until the peer closes
  *       its side (or S seconds pass), then print the sender's TCP_INFO.
  *   wanperf sink --connect ADDR [--port N] --time S [--warmup S]
- *                [--interval S] [--clamp N] [--from ADDR]
+ *                [--interval S] [--clamp N] [--from ADDR] [--from-port N]
  *       Connect (retrying while refused, up to 5 s; from the local
- *       address ADDR if given), receive for S seconds,
+ *       address ADDR and port N if given), receive for S seconds,
  *       print total bytes and the goodput between t=warmup and t=S, where
  *       t=0 is the first byte received.  --clamp: TCP_WINDOW_CLAMP, so
  *       a sender that fills its window keeps a standing queue that never
  *       drains, losses or not (the window comes in the receive window's
  *       steps: 300000 gave 363 segments in flight, 700000 gave 725).
  *   wanperf rtt --connect ADDR [--port N] [--count N] [--interval-ms N]
- *               [--timeout-ms N] [--from ADDR]
+ *               [--timeout-ms N] [--from ADDR] [--from-port N]
  *       Round-trip time of a TCP SYN answered by a RST (connect() to a
  *       closed port: no server needed).  Exit 0 if any probe was answered.
  *
@@ -59,8 +59,10 @@ static void usage(void)
             "[--sndbuf N] [--cc NAME]\n"
             "       wanperf sink --connect ADDR [--port N] --time S "
             "[--warmup S] [--interval S] [--clamp N] [--from ADDR]\n"
+            "                    [--from-port N]\n"
             "       wanperf rtt --connect ADDR [--port N] [--count N] "
-            "[--interval-ms N] [--timeout-ms N] [--from ADDR]\n");
+            "[--interval-ms N] [--timeout-ms N] [--from ADDR]\n"
+            "                   [--from-port N]\n");
     exit(2);
 }
 
@@ -69,6 +71,7 @@ struct opts {
     const char *from;
     const char *cc;
     int port;
+    int from_port;
     double time;
     double warmup;
     double interval;
@@ -90,17 +93,22 @@ static void make_addr(const struct opts *o, struct sockaddr_in *sa)
     }
 }
 
-/* Bind s to the local address o->from (any port), if one is given. */
+/* Bind s to the local address o->from and port o->from_port (any
+ * address, any port), if either is given: the port picks a NAT user's
+ * sub-link (wanlab --sub-link NET,ports=LO-HI:...). */
 static void bind_from(int s, const struct opts *o)
 {
     struct sockaddr_in sa;
+    int one = 1;
 
-    if (!o->from) {
+    if (!o->from && !o->from_port) {
         return;
     }
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
-    if (inet_pton(AF_INET, o->from, &sa.sin_addr) != 1) {
+    sa.sin_port = htons(o->from_port);
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (o->from && inet_pton(AF_INET, o->from, &sa.sin_addr) != 1) {
         fprintf(stderr, "wanperf: --from: need an IPv4 address\n");
         exit(2);
     }
@@ -356,6 +364,7 @@ static const struct opt_def {
     {"--from", 's', offsetof(struct opts, from)},
     {"--cc", 's', offsetof(struct opts, cc)},
     {"--port", 'i', offsetof(struct opts, port)},
+    {"--from-port", 'i', offsetof(struct opts, from_port)},
     {"--sndbuf", 'i', offsetof(struct opts, sndbuf)},
     {"--clamp", 'i', offsetof(struct opts, clamp)},
     {"--count", 'i', offsetof(struct opts, count)},

@@ -33,12 +33,15 @@
  * The drop-tail queue (2.) stands in front of either; the client-to-server
  * direction keeps the plain rate.
  *
- * Sub-links (--sub NET/PLEN:RATE_BPS:QUEUE_BYTES, up to MAX_SUBS): a
- * server-to-client packet whose destination is in NET/PLEN (the first
- * sub-link that matches) goes on, once it has crossed the main link and
- * its delay, into a second link of its own: the same rate and drop-tail
- * model, no loss, no further delay, then the client's TUN device.  It is
- * a client's own access link behind the shared bottleneck.  Each
+ * Sub-links (--sub NET/PLEN:RATE_BPS:QUEUE_BYTES[:DELAY_NS[:LO-HI]], up
+ * to MAX_SUBS): a server-to-client packet whose destination is in
+ * NET/PLEN (and, with LO-HI, a TCP or UDP packet whose destination port
+ * is in LO..HI: the users behind one NAT address, told apart by their
+ * source ports; the first sub-link that matches) goes on, once it has
+ * crossed the main link and its delay, into a second link of its own: the
+ * same rate and drop-tail model, no loss, then DELAY_NS more (0 by
+ * default), then the client's TUN device.  It is a client's own access
+ * link behind the shared bottleneck, with its own base RTT.  Each
  * sub-link keeps its own FIFO, so a packet held there does not hold back
  * the packets to other addresses.
  *
@@ -82,7 +85,7 @@
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 
-#define STATS_MAGIC "WANLAB03"
+#define STATS_MAGIC "WANLAB04"
 #define HDR_SIZE 16                     /* struct pkt, keeps 16-byte alignment */
 #define WRAP_MARK 0xffffffffu           /* pkt.len of a ring wrap marker */
 #define RX_BATCH 64                     /* reads per device per loop turn */
@@ -94,7 +97,8 @@
 #define MAX_STEPS 16
 #define OPP_BYTES 1500u                 /* one trace opportunity (mahimahi) */
 #define MSEC 1000000LL
-#define MAX_SUBS 64                     /* sub-links (--sub) */
+#define MAX_SUBS 256                    /* sub-links (--sub) */
+#define SUB_HASH 1024                   /* /32 sub-links by address */
 
 /** One direction's counters, shared with --print-stats. */
 struct dstats {
@@ -124,6 +128,9 @@ struct substats {
     uint32_t plen;
     uint64_t rate_bps;
     uint64_t queue_bytes;
+    uint64_t delay_ns;          /**< after its rate, before the client */
+    uint32_t port_lo;           /**< destination ports, 0-0: any packet */
+    uint32_t port_hi;
     struct dstats d;
 };
 
@@ -182,6 +189,7 @@ struct dir {
     struct ring ring;
     enum shape shape;
     int64_t link_free;
+    int64_t head_due;           /* a sub-link: its first packet's, or max */
     uint64_t ser_rem;
     uint64_t opp;               /* trace: opportunity of the last packet */
     uint32_t opp_left;          /* trace: bytes that opportunity has left */
@@ -191,8 +199,18 @@ struct dir {
     uint64_t loss_ppb;
     uint32_t net;               /* a sub-link: the destinations it carries */
     uint32_t mask;
+    uint32_t port_lo;           /* and their ports (0-0: any) */
+    uint32_t port_hi;
     struct dir *subs;           /* s2c: the sub-links packets go on to */
     int nsubs;
+    /* s2c: the sub-links holding packets (a bit each), so that a turn of
+     * the loop visits those only, not all MAX_SUBS */
+    uint64_t busy[MAX_SUBS / 64];
+    /* s2c: a /32 sub-link without ports, by address (index + 1, 0: none;
+     * the first given wins), and those that need a scan: prefixes, ports */
+    uint16_t by_addr[SUB_HASH];
+    uint16_t scan[MAX_SUBS];
+    int nscan;
     struct dstats *st;
 };
 
@@ -541,28 +559,92 @@ static int rx(struct dir *d)
     return 1;
 }
 
-/* The sub-link a packet leaving d goes on to, or NULL. */
+/* A destination address's slot in by_addr (open addressing). */
+static unsigned sub_hash(uint32_t addr)
+{
+    return (addr * 2654435761u) >> 22;         /* 10 bits: SUB_HASH */
+}
+
+/* The destination port of a TCP or UDP packet (not a later fragment), or
+ * -1. */
+static int packet_dport(const unsigned char *b, uint32_t len)
+{
+    uint32_t ihl = (b[0] & 15u) * 4;
+
+    if ((b[9] != 6 && b[9] != 17) || ((b[6] & 0x1f) | b[7])
+        || ihl < 20 || len < ihl + 4) {
+        return -1;
+    }
+    return b[ihl + 2] << 8 | b[ihl + 3];
+}
+
+/* The sub-link a packet leaving d goes on to, or NULL: the first given
+ * that matches, a /32 found by its address, the others by a scan. */
 static struct dir *sub_for(const struct dir *d, const struct pkt *p)
 {
     const unsigned char *b = (const unsigned char *)(p + 1);
     uint32_t dst = (uint32_t)b[16] << 24 | (uint32_t)b[17] << 16
         | (uint32_t)b[18] << 8 | b[19];
+    int best = INT_MAX, port = -2, i;
+    unsigned h;
+
+    for (h = sub_hash(dst); d->by_addr[h]; h = (h + 1) % SUB_HASH) {
+        if (d->subs[d->by_addr[h] - 1].net == dst) {
+            best = d->by_addr[h] - 1;
+            break;
+        }
+    }
+    for (i = 0; i < d->nscan && d->scan[i] < best; i++) {
+        const struct dir *u = &d->subs[d->scan[i]];
+
+        if ((dst & u->mask) != u->net) {
+            continue;
+        }
+        if (u->port_hi) {
+            if (port == -2) {
+                port = packet_dport(b, p->len);
+            }
+            if (port < (int)u->port_lo || port > (int)u->port_hi) {
+                continue;
+            }
+        }
+        best = d->scan[i];
+        break;
+    }
+    return best == INT_MAX ? NULL : &d->subs[best];
+}
+
+/* Index the sub-links for sub_for, in the order given. */
+static void subs_index(struct dir *d)
+{
     int i;
 
     for (i = 0; i < d->nsubs; i++) {
-        if ((dst & d->subs[i].mask) == d->subs[i].net) {
-            return &d->subs[i];
+        const struct dir *u = &d->subs[i];
+        unsigned h;
+
+        if (u->mask != 0xffffffffu || u->port_hi) {
+            d->scan[d->nscan++] = (uint16_t)i;
+            continue;
+        }
+        for (h = sub_hash(u->net); d->by_addr[h]; h = (h + 1) % SUB_HASH) {
+            if (d->subs[d->by_addr[h] - 1].net == u->net) {
+                break;          /* an earlier one has it */
+            }
+        }
+        if (!d->by_addr[h]) {
+            d->by_addr[h] = (uint16_t)(i + 1);
         }
     }
-    return NULL;
 }
 
 /* A packet that has crossed the main link enters a sub-link at its due
  * time, not when the relay got round to it: the sub-link's queue is then
  * what it would be had the relay been on time. */
-static void handoff(struct dir *sub, const struct pkt *p)
+static void handoff(struct dir *d, struct dir *sub, const struct pkt *p)
 {
     struct pkt *q = ring_reserve(&sub->ring, align16(HDR_SIZE + p->len));
+    int k = (int)(sub - d->subs);
 
     sub->st->rx_packets++;
     sub->st->rx_bytes += p->len;
@@ -572,6 +654,10 @@ static void handoff(struct dir *sub, const struct pkt *p)
     }
     memcpy(q + 1, p + 1, p->len);
     enqueue(sub, q, p->len, p->due);
+    if (sub->st->held_packets && !(d->busy[k / 64] & 1ull << (k % 64))) {
+        d->busy[k / 64] |= 1ull << (k % 64);
+        sub->head_due = q->due;         /* it was empty: q is its first */
+    }
 }
 
 /* Write out the packets that are due (or hand them to their sub-link).
@@ -593,7 +679,7 @@ static int64_t tx(struct dir *d)
         }
         late = (uint64_t)(now - p->due);
         if (sub) {
-            handoff(sub, p);
+            handoff(d, sub, p);
             n = p->len;
         }
         else {
@@ -656,16 +742,30 @@ static void reset_counters(struct dir *dirs)
     }
 }
 
-/* Deliver what is due on both directions and the sub-links (after the
- * main link, which feeds them); returns the next due time. */
+/* Deliver what is due on both directions and the sub-links that hold
+ * packets (after the main link, which feeds them); returns the next due
+ * time. */
 static int64_t tx_all(struct dir *dirs)
 {
-    int64_t next = tx(&dirs[0]), nx;
-    int i;
+    struct dir *d = &dirs[0];
+    int64_t next = tx(d), nx, now = now_ns();
+    int w;
 
-    for (i = 0; i < dirs[0].nsubs; i++) {
-        nx = tx(&dirs[0].subs[i]);
-        next = nx < next ? nx : next;
+    for (w = 0; w < MAX_SUBS / 64; w++) {
+        uint64_t bits = d->busy[w];
+
+        while (bits) {
+            struct dir *u = &d->subs[w * 64 + __builtin_ctzll(bits)];
+
+            bits &= bits - 1;
+            if (u->head_due <= now) {
+                u->head_due = tx(u);
+                if (!u->st->held_packets) {
+                    d->busy[w] &= ~(1ull << ((u - d->subs) % 64));
+                }
+            }
+            next = u->head_due < next ? u->head_due : next;
+        }
     }
     nx = tx(&dirs[1]);
     return nx < next ? nx : next;
@@ -1029,23 +1129,32 @@ static void stats_print(const char *file)
                u->plen);
         printf("%s_rate_bps=%" PRIu64 "\n", p, u->rate_bps);
         printf("%s_queue_bytes=%" PRIu64 "\n", p, u->queue_bytes);
+        printf("%s_delay_us=%.3f\n", p, u->delay_ns / 1e3);
+        if (u->port_hi) {
+            printf("%s_ports=%u-%u\n", p, u->port_lo, u->port_hi);
+        }
         dstats_print(p, &u->d, backlog_now(&u->d, u->rate_bps, now));
     }
     printf("subs=%" PRIu64 "\n", st.nsubs);
 }
 
-/* --sub NET/PLEN:RATE_BPS:QUEUE_BYTES, NET inside 198.18.0.0/15 (what
- * the relay carries), RATE_BPS above 0. */
+/* --sub NET/PLEN:RATE_BPS:QUEUE_BYTES[:DELAY_NS[:LO-HI]], NET inside
+ * 198.18.0.0/15 (what the relay carries), RATE_BPS above 0, DELAY_NS at
+ * most 60 s, ports 1 <= LO <= HI <= 65535. */
 static void parse_sub(const char *v, struct substats *u)
 {
-    unsigned a, b, c, d, plen;
-    unsigned long long rate, queue;
-    int n = 0;
+    unsigned a, b, c, d, plen, lo = 0, hi = 0;
+    unsigned long long rate, queue, delay = 0;
+    int n = 0, k;
 
-    if (sscanf(v, "%u.%u.%u.%u/%u:%llu:%llu%n", &a, &b, &c, &d, &plen,
-               &rate, &queue, &n) != 7 || v[n] || a > 255 || b > 255
-        || c > 255 || d > 255 || plen > 32 || rate == 0) {
-        die("--sub: NET/PLEN:RATE_BPS:QUEUE_BYTES, not '%s'", v);
+    k = sscanf(v, "%u.%u.%u.%u/%u:%llu:%llu%n:%llu%n:%u-%u%n", &a, &b, &c,
+               &d, &plen, &rate, &queue, &n, &delay, &n, &lo, &hi, &n);
+    if ((k != 7 && k != 8 && k != 10) || v[n] || a > 255 || b > 255
+        || c > 255 || d > 255 || plen > 32 || rate == 0
+        || delay > 60 * NSEC || (k == 10 && (lo == 0 || lo > hi
+                                             || hi > 65535))) {
+        die("--sub: NET/PLEN:RATE_BPS:QUEUE_BYTES[:DELAY_NS[:LO-HI]], "
+            "not '%s'", v);
     }
     u->plen = plen;
     u->net = (a << 24 | b << 16 | c << 8 | d)
@@ -1055,6 +1164,9 @@ static void parse_sub(const char *v, struct substats *u)
     }
     u->rate_bps = rate;
     u->queue_bytes = queue;
+    u->delay_ns = delay;
+    u->port_lo = lo;
+    u->port_hi = hi;
 }
 
 static void usage(void)
@@ -1066,7 +1178,8 @@ static void usage(void)
             "--stats FILE [--loss-ppb N] [--seed N]\n"
             "                [--rt-prio N] [--step-bps R1,R2,... --step-ns N | "
             "--trace FILE]\n"
-            "                [--sub NET/PLEN:RATE_BPS:QUEUE_BYTES ...]\n"
+            "                [--sub NET/PLEN:RATE_BPS:QUEUE_BYTES"
+            "[:DELAY_NS[:LO-HI]] ...]\n"
             "                [--pidfile FILE --log FILE]   "
             "(daemonises when --pidfile is given)\n"
             "       wanrelay --print-stats FILE\n"
@@ -1081,7 +1194,7 @@ int main(int argc, char **argv)
     uint64_t rate = 0, delay = 0, queue = 0, loss = 0, mtu = 0, late = 0;
     uint64_t seed = 0, rtprio = 0, step_ns = 0, s2c_rate;
     int have_rate = 0, have_delay = 0, have_queue = 0, have_late = 0;
-    struct dir dirs[2], subs[MAX_SUBS];
+    static struct dir dirs[2], subs[MAX_SUBS];  /* large: not on the stack */
     const char *subargs[MAX_SUBS];
     int nsubs = 0;
     size_t ringcap;
@@ -1285,16 +1398,22 @@ int main(int argc, char **argv)
         subs[i].shape = SHAPE_RATE;
         subs[i].rate_bps = u->rate_bps;
         subs[i].queue_bytes = u->queue_bytes;
+        subs[i].delay_ns = u->delay_ns;
         subs[i].net = u->net;
         subs[i].mask = u->plen ? 0xffffffffu << (32 - u->plen) : 0;
-        /* the queue and a packet on the link, twice over for the 16-byte
-         * header of small packets; no delay to hold */
+        subs[i].port_lo = u->port_lo;
+        subs[i].port_hi = u->port_hi;
+        /* the queue, a packet on the link and one delay's worth of the
+         * link's traffic, twice over for the 16-byte header of small
+         * packets */
         ring_init(&subs[i].ring, 3 * (u->queue_bytes + mtu)
+                  + 2 * (size_t)((double)u->rate_bps / 8 * u->delay_ns / 1e9)
                   + 64 * (mtu + 32));
     }
     S->nsubs = (uint64_t)nsubs;
     dirs[0].subs = subs;
     dirs[0].nsubs = nsubs;
+    subs_index(&dirs[0]);
 
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
@@ -1371,7 +1490,8 @@ int main(int argc, char **argv)
                S->trace_period_ns / (uint64_t)MSEC);
     }
     for (i = 0; i < nsubs; i++) {
-        logmsg("sub-link %d: %s (bit/s, queue bytes)", i + 1, subargs[i]);
+        logmsg("sub-link %d: %s (bit/s, queue bytes[, delay ns[, ports]])",
+               i + 1, subargs[i]);
     }
     run(dirs, sfd);
     S->running = 0;

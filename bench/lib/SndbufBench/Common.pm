@@ -319,7 +319,8 @@ sub config_sysctls {
 # A started apache2 with configuration CFG in the lab's server namespace.
 # Options: rate (Mbit/s, for @RATE@), port (80), links => { path => file },
 # text => { path => content }, extra (more configuration lines), threads,
-# processes, modules, mpm (event), spread (SndbufTune::Server's).
+# processes, modules, mpm (event), spread (SndbufTune::Server's),
+# log_level (else $SBT_BENCH_LOG_LEVEL, else warn).
 sub wan_server {
     my ($lab, $cfg, %o) = @_;
     my $c = $CONFIGS{$cfg};
@@ -330,7 +331,8 @@ sub wan_server {
     # to read the looks of a cell afterwards; more log costs CPU.
     my $srv = $lab->server(name => "bench-$cfg", sndbuf_tune => $c->{module},
                            body => $body,
-                           log_level => $ENV{SBT_BENCH_LOG_LEVEL} // 'warn',
+                           log_level => $o{log_level}
+                                        // $ENV{SBT_BENCH_LOG_LEVEL} // 'warn',
                            listen => "$SndbufTune::WanLab::SERVER_ADDR:"
                                      . ($o{port} // 80),
                            threads => $o{threads} // 128,

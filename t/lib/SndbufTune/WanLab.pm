@@ -22,8 +22,10 @@ package SndbufTune::WanLab;
 # addresses ($lab->client_addrs), routed through the same path, and
 # curl_start(source => ADDR) binds a download to one of them;
 # up(sub_links => ['198.18.1.0/29:10']) puts those addresses behind a
-# second, slower link of their own (t/wan/README.md). bulk_start runs a
-# TCP flow Apache does not serve beside the downloads.
+# second, slower link of their own (t/wan/README.md), with a delay of its
+# own (':delay=MS'), or only some ports of an address (',ports=LO-HI':
+# users behind one NAT; curl_start(port_range => [LO, HI])). bulk_start
+# runs a TCP flow Apache does not serve beside the downloads.
 #
 # WANLAB_INSTANCE=NAME (see t/wan/README.md) selects the lab: its
 # namespaces are the ones `wanlab status` names, so two engineers' labs
@@ -258,7 +260,7 @@ sub status {
 # rate_steps ('30,10:10': the server-to-client rate alternates 30 and 10
 # Mbit/s every 10 s), trace (a mahimahi trace file for that direction),
 # clients (N more client addresses: client_addrs), sub_links (a list of
-# 'NET/PLEN:RATE_MBIT[:QUEUE_BYTES]')
+# 'NET/PLEN[,ports=LO-HI]:RATE_MBIT[:QUEUE_BYTES][:delay=MS]')
 # (passed to wanlab up; with rate_steps or trace, rate_mbit is the reverse
 # direction's and may be left out: t/wan/README.md); instance (default
 # $WANLAB_INSTANCE); wait
@@ -419,18 +421,28 @@ sub download_ok {
 
 my $PORT_NEXT = 20000 + ($$ % 1000) * 20;
 
+# Ports handed out in each port_range so far ("LO-HI" => the next).
+my %RANGE_NEXT;
+
 # Start curl in the client namespace. Options: url, host (Host: header),
 # out (file; default /dev/null), max_time, local_port (default: a fresh
 # one, so the server's socket can be found in ss by its peer port),
-# source (the client address to download from: one of client_addrs;
-# default the namespace's own, 198.18.0.2).
+# port_range ([LO, HI]: a fresh one from these, each in turn, as a NAT
+# gives its users' connections; a wanlab sub-link with ports=LO-HI takes
+# them), source (the client address to download from: one of
+# client_addrs; default the namespace's own, 198.18.0.2).
 # Returns a job hash (pid, local_port, wfile, t0).
 sub curl_start {
     my ($self, %a) = @_;
-    my $port = $a{local_port} // do {
+    my $port = $a{local_port} // ($a{port_range} ? do {
+        my ($lo, $hi) = @{ $a{port_range} };
+        my $n = $RANGE_NEXT{"$lo-$hi"} // $lo + $$ % ($hi - $lo + 1);
+        $RANGE_NEXT{"$lo-$hi"} = $n >= $hi ? $lo : $n + 1;
+        $n;
+    } : do {
         $PORT_NEXT = 20000 if $PORT_NEXT > 60000;
         $PORT_NEXT++;
-    };
+    });
     my $wfile = File::Temp->new(TEMPLATE => '/tmp/wanlab-curl-XXXXXX');
     my @cmd = ('curl', '-s', '-S', '-o', $a{out} // '/dev/null',
                '--local-port', $port,
@@ -746,27 +758,31 @@ sub get {
 
 # ss in the server namespace every $a{interval} (0.5) s for $a{seconds}
 # from the first of $a{jobs}' start: the crowd's sockets (local port
-# $a{sport}, 80; the jobs' client ports) and a foreign flow's (local port
-# $a{foreign_port}, if given: bulk_start's). Once, at $a{procs_at} s (if
-# given), ss -p: how many of the crowd's sockets each process holds.
-# Returns ([{ t, socks => { client port => ss }, foreign => ss }],
-# [sockets per process, largest first]).
+# $a{sport}, 80; the jobs' client ports), a foreign flow's (local port
+# $a{foreign_port}, if given: bulk_start's) and more foreign flows' (local
+# ports $a{bulk_ports}). Once, at $a{procs_at} s (if given), ss -p: how
+# many of the crowd's sockets each process holds.
+# Returns ([{ t, socks => { client port => ss }, foreign => ss,
+# bulk => { local port => ss } }], [sockets per process, largest first]).
 sub sample_crowd {
     my ($self, %a) = @_;
     my %want = map { $_->{local_port} => 1 } @{ $a{jobs} };
+    my %bulk = map { $_ => 1 } @{ $a{bulk_ports} || [] };
     my $sport = $a{sport} // 80;
     my $fport = $a{foreign_port} // -1;
     my $t0 = (sort { $a <=> $b } map { $_->{t0} } @{ $a{jobs} })[0];
     my ($per_proc, @samples);
     while ((my $ts = Time::HiRes::time()) - $t0 < $a{seconds}) {
-        my (%socks, $foreign);
+        my (%socks, $foreign, %b);
         for my $s (ss_sockets(ns => $self->{ns_server})) {
             my $lp = $s->{lport} // 0;
             $socks{ $s->{pport} } = $s
                 if $lp == $sport && $want{ $s->{pport} // '' };
             $foreign = $s if $lp == $fport;
+            $b{$lp} = $s if $bulk{$lp};
         }
-        push @samples, { t => $ts - $t0, socks => \%socks, foreign => $foreign };
+        push @samples, { t => $ts - $t0, socks => \%socks, foreign => $foreign,
+                         bulk => \%b };
         if (defined $a{procs_at} && !$per_proc && $ts - $t0 >= $a{procs_at}) {
             my %n;
             $n{ $_->{pid} // '?' }++ for grep { $want{ $_->{pport} // '' } }
