@@ -264,7 +264,7 @@ static void sbt_auto_look(sbt_auto_t *a, conn_rec *c)
                   out.limited ? ", send-buffer-limited" : "",
                   a->law.ramping ? ", ramping" : "",
                   out.contested ? ", contested (steering cost delivery)"
-                                : "",
+                  : out.excused ? ", in a crowd that took its share" : "",
                   out.crowd, (apr_uint64_t)s.crowd_rate,
                   (apr_uint64_t)s.crowd_rate_then, s.locked_at, s.effective,
                   out.why);

@@ -606,6 +606,8 @@ void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
     l->retrans = s->total_retrans;
     sbt_law_count(l, s);
     out->crowd = s->crowd_members;
+    out->excused = sbt_law_below(l->rate_now, sbt_law_peak(l))
+                   && sbt_law_traded(l, s);
     out->contested = sbt_law_contested(l, s, sbt_law_queue_steers(
                                            l->min_rtt_us,
                                            sbt_law_queue_us(l, s)));

@@ -117,6 +117,8 @@ typedef struct {
     int rate_switched;          /**< between configured and measured */
     int pace;                   /**< have the kernel pace it (with SET) */
     int crowd;                  /**< the crowd's other members */
+    int excused;                /**< short of its peak, but its crowd
+                                 *   took the share: not short */
     int contested;              /**< steering cost delivery: autotuning */
 } sbt_law_out_t;
 

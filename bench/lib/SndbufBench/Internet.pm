@@ -76,7 +76,8 @@ my $CHURN_PAR = 3;
 # NAT users' source ports, a range each (wanlab's ports=LO-HI).
 my @NAT_PORTS = ([10000, 19999], [20000, 29999]);
 
-# The module's look says so in a crowd (sndbuf_auto.c, trace2).
+# The module's look says so where its crowd excused a shortfall (a
+# share that went to the crowd: sndbuf_auto.c, trace2).
 my $LOOK_RE = qr/SndbufTune auto look: /;
 my $CROWD_RE = qr/, in a crowd/;
 
@@ -802,7 +803,8 @@ sub section {
             . 'server\'s `ss` (bytes_acked) over %s-%s s of each %s s run; Σtb, '
             . 'tb summed over the group\'s sockets and averaged over the samples; '
             . 'srtt, the median of the downloads\' mean srtt; crowd looks, the '
-            . 'looks of the module (trace2) that said `in a crowd`, of all its '
+            . 'looks of the module (trace2) at which a download\'s shortfall was '
+            . 'excused as a share its crowd took (`in a crowd`), of all its '
             . 'looks. `vs nomod`: against autotuning (the module not loaded) in '
             . 'the same round, or for `... alone` runs against autotuning\'s crowd '
             . 'alone. Wall time of the part: %.0f s.',
@@ -858,7 +860,7 @@ sub targets {
                          defined $all->{srtt_ms_x} ? $all->{srtt_ms_x} <= 0.8 : undef);
                 }
                 else {
-                    $t->('looks in a crowd (none is)', '0',
+                    $t->('looks excused by a crowd (none shares a link)', '0',
                          $m->{crowd_looks_max} // 'n/a',
                          defined $m->{crowd_looks_max} ? $m->{crowd_looks_max} == 0 : undef,
                          sprintf('of %s looks (the most of any round)', $m->{looks} // 0));
