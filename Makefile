@@ -108,6 +108,16 @@ t/unit/path_cases: t/unit/path_cases.c t/unit/tap.h sndbuf_path.c \
 	    $(shell $(APR_CONFIG) --includes --cppflags) -o $@ $< \
 	    sndbuf_path.c t/helpers/httpd_stubs.c $(shell $(APR_CONFIG) --link-ld)
 
+# The law's promise on modelled paths: the law and the shared segment
+# together, the segment on the model's clock.
+t/unit/law_paths: t/unit/law_paths.c t/unit/tap.h sndbuf_law.c \
+                  sndbuf_law.h sndbuf_path.c sndbuf_tune.h $(PATH_STUBS)
+	$(PARSE_CC) $(filter-out -std=c99,$(PARSE_CFLAGS)) \
+	    -I$(shell $(APXS) -q INCLUDEDIR) \
+	    $(shell $(APR_CONFIG) --includes --cppflags) -o $@ $< \
+	    sndbuf_law.c sndbuf_path.c t/helpers/httpd_stubs.c \
+	    $(shell $(APR_CONFIG) --link-ld)
+
 # replay: the recordings of t/unit/looks (real looks from the WAN lab).
 UNIT = t/unit/law_cases t/unit/law_paths t/unit/replay t/unit/triage_cases \
        t/unit/rules_cases t/unit/path_cases

@@ -209,8 +209,9 @@ static void sbt_auto_trace_sample(conn_rec *c, const char *what,
                   APR_UINT64_T_FMT " applimited=%d retrans=%u limited=%"
                   APR_UINT64_T_FMT " chrono=%d delivered=%" APR_UINT64_T_FMT
                   " hasdelivered=%d members=%d crate=%" APR_UINT64_T_FMT
-                  " cthen=%" APR_UINT64_T_FMT " loss=%d locked=%d tb=%d "
-                  "cwnd=%u act=%d size=%d", what,
+                  " cthen=%" APR_UINT64_T_FMT " cown=%" APR_UINT64_T_FMT
+                  " pathminrtt=%u loss=%d locked=%d tb=%d cwnd=%u act=%d "
+                  "size=%d", what,
                   (apr_int64_t)s->now_us, s->srtt_us, s->rttvar_us, s->mss,
                   s->min_rtt_us, (apr_uint64_t)s->bytes_acked,
                   (apr_uint64_t)s->delivery_rate, s->app_limited,
@@ -218,8 +219,9 @@ static void sbt_auto_trace_sample(conn_rec *c, const char *what,
                   s->has_chrono, (apr_uint64_t)s->delivered,
                   s->has_delivered, s->crowd_members,
                   (apr_uint64_t)s->crowd_rate,
-                  (apr_uint64_t)s->crowd_rate_then, s->loss_based,
-                  s->locked_at, s->effective, s->cwnd,
+                  (apr_uint64_t)s->crowd_rate_then,
+                  (apr_uint64_t)s->crowd_own_then, s->path_min_rtt_us,
+                  s->loss_based, s->locked_at, s->effective, s->cwnd,
                   out ? (int)out->act : -1, out ? out->size : 0);
 }
 

@@ -92,23 +92,26 @@ static void leave_all(sbt_path_flow_t *f, int n)
     now_us += 10 * SEC;
 }
 
+/* A flow's crowd: the others whose smoothed RTT is within 1/NEAR_DIV (4)
+ * of its own, above or below: 75 and 125 ms of 100 are in, 74.999 and
+ * 125.001 ms are not. */
 static void test_crowds(void)
 {
-    sbt_path_flow_t f[4];
+    sbt_path_flow_t f[5];
     sbt_path_crowd_t c;
-    apr_uint32_t rtt[4] = {100000, 100000, 112500, 112501};
-    apr_uint64_t fast[4] = {2 << 20, 1 << 20, 1 << 20, 1 << 20};
-    apr_uint64_t slow[4] = {1 << 20, 2 << 20, 2 << 20, 1 << 20};
+    apr_uint32_t rtt[5] = {100000, 75000, 125000, 74999, 125001};
+    apr_uint64_t fast[5] = {2 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20};
+    apr_uint64_t slow[5] = {1 << 20, 2 << 20, 2 << 20, 1 << 20, 1 << 20};
 
     memset(f, 0, sizeof(f));
-    run(f, 4, 5, rtt, fast);
-    c = run(f, 4, 5, rtt, slow);
-    is_i(c.members, 2, "crowd: the flows at its RTT (within 1/8: 112.5 ms of "
-         "100), not one past it");
+    run(f, 5, 5, rtt, fast);
+    c = run(f, 5, 5, rtt, slow);
+    is_i(c.members, 2, "crowd: the flows at its RTT (within 1/4: 75 and "
+         "125 ms of 100), not those just past it");
     is_i(c.rate, 4 << 20, "crowd: their rate now");
     is_i(c.rate_then, 2 << 20, "crowd: and when its own was highest");
     is_i(c.own_then, 2 << 20, "crowd: its own then");
-    leave_all(f, 4);
+    leave_all(f, 5);
 
     memset(f, 0, sizeof(f));
     c = run(f, 1, 5, rtt, fast);
@@ -116,12 +119,39 @@ static void test_crowds(void)
     leave_all(f, 1);
 }
 
+/* A flow's highest second is remembered BLOCKS (16) seconds: the current
+ * one and the 15 before it. */
+static void test_blocks(void)
+{
+    sbt_path_flow_t f[2];
+    sbt_path_crowd_t c;
+    int b;
+
+    memset(f, 0, sizeof(f));
+    now_us = (now_us / SEC + 1) * SEC + SEC / 2;
+    look(&f[0], 100000, 4 << 20, 0);
+    look(&f[1], 100000, 1 << 20, 0);
+    for (b = 1; b <= 16; b++) {
+        now_us += SEC;
+        look(&f[1], 100000, 2 << 20, 0);
+        c = look(&f[0], 100000, 1 << 20, 1);
+        if (b == 15) {
+            ok(c.own_then == 4 << 20 && c.rate_then == 1 << 20
+               && c.rate == 2 << 20, "blocks: 15 s after its highest "
+               "second, its crowd's rate then is still that second's");
+        }
+    }
+    ok(c.own_then == 1 << 20 && c.rate_then == 2 << 20, "blocks: 16 s "
+       "after, the second has gone (BLOCKS 16)");
+    leave_all(f, 2);
+}
+
 /* Flows to one address at one RTT take the same path: a late comer takes
  * the lowest minimum RTT among them.  Behind a NAT another path has
  * another RTT; another address, another path. */
 static void test_min_rtt(void)
 {
-    sbt_path_flow_t f[4];
+    sbt_path_flow_t f[5];
     sbt_path_look_t lk = {200000, 100000, 1 << 20};
     const sbt_path_crowd_t *c;
     int i;
@@ -129,6 +159,8 @@ static void test_min_rtt(void)
     memset(f, 0, sizeof(f));
     client_is("198.18.2.1");
     sbt_path_look(&f[0], &client, &lk);
+    lk.min_rtt_us = 120000;     /* another flow of that path */
+    sbt_path_look(&f[4], &client, &lk);
     lk.min_rtt_us = 150000;     /* began in the queue: a late comer */
     sbt_path_look(&f[1], &client, &lk);
     lk.srtt_us = 60000;         /* behind the same NAT, a faster path */
@@ -143,12 +175,12 @@ static void test_min_rtt(void)
     lk.srtt_us = 200000;
     lk.min_rtt_us = 150000;
     c = sbt_path_look(&f[1], &client, &lk);
-    is_i(c->members, 2, "min rtt: the late comer's crowd: the flows at its "
+    is_i(c->members, 3, "min rtt: the late comer's crowd: the flows at its "
          "RTT, of either address");
     is_i(c->min_rtt_us, 100000, "min rtt: the lowest of those to its own "
          "address, not another path's behind its NAT, nor another "
          "address's");
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < 5; i++) {
         sbt_path_leave(&f[i]);
     }
     now_us += 10 * SEC;
@@ -263,6 +295,7 @@ int main(void)
     sbt_path_register_hooks();
     sbt_stubs_start(pool, &s);
     test_crowds();
+    test_blocks();
     test_fresh();
     test_min_rtt();
     test_ids();
