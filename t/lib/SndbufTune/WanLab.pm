@@ -48,26 +48,32 @@ use SndbufTune::Util qw(top_dir module_path capture sha256_file
 our @EXPORT_OK = qw(
     lab_env_problem plan_lab_or_skip goodput_limit_bps mss_for_mtu jain
     median rel_diff tb_changes responding tuned_from alone_tb tb_ratios
-    delivered_bytes steady_rate AUTO_FACTOR
+    settled delivered_bytes steady_rate AUTO_FACTOR AUTO_ALONE
 );
 
 our $SERVER_ADDR = '198.18.0.1';
 
-# The law `SndbufTune auto` is held to once slow start is over: SO_SNDBUF =
-# FACTOR x rate x min RTT (docs/auto.md, SBT_LAW_FACTOR_* in sndbuf_law.c;
-# for a flow alone, no lower than its window: alone_tb). The tests own
-# this number on purpose: they do not read it from the code or the docs,
-# so a change of the law has to be made here too, deliberately.
+# The law `SndbufTune auto` is held to once slow start is over
+# (sndbuf_law.c): with no queue, SO_SNDBUF = FACTOR x rate x RTT; a flow
+# alone (no other flow of the server at its RTT) never below ALONE x its
+# rate x its minimum RTT, queue or not. On the lab's paths ALONE is the
+# larger, so a download alone settles at 2 x ALONE x rate x min RTT of tb
+# (alone_tb). The tests own these numbers on purpose: they do not read
+# them from the code or the docs, so a change of the law has to be made
+# here too, deliberately.
 # Kept although make unit (t/unit/law_cases.c) tests the law's exact
 # decisions: those feed it constructed samples, while the WAN tests check
 # that the real kernel's figures (delivery rate, min RTT, tb = 2 x
 # SO_SNDBUF) bring a live socket to it. They assert bounds only (within
-# 25% or so of 2 x FACTOR x BDP, on a loaded machine); a bound without
-# the factor (say BDP .. 4 x BDP) would pass a law off by half.
-use constant AUTO_FACTOR => 0.875;
-# And for a flow alone the floor: SO_SNDBUF >= CWND_FLOOR x cwnd x MSS
-# (SBT_LAW_CWND_FLOOR), owned here for the same reason.
-use constant AUTO_CWND_FLOOR => 2;
+# 25% or so of the law's tb, on a loaded machine); a bound without the
+# factor (say BDP .. 4 x BDP) would pass a law off by half.
+use constant AUTO_FACTOR => 0.875;    # SBT_LAW_FACTOR_NUM / _DEN
+use constant AUTO_ALONE => 1.375;     # SBT_LAW_ALONE_NUM / 8
+# After a retransmission a flow with no queue is sized for twice FACTOR x
+# rate x RTT for 8 looks, a smoothed RTT or more apart (its buffer also
+# holds what the receiver SACKed past the hole), more than ALONE here:
+# settled() leaves out the samples of LOSS_RTTS minimum RTTs after one.
+use constant AUTO_LOSS_RTTS => 16;
 
 # t/wan/wanlab for this object's lab instance.
 sub _wanlab {
@@ -154,44 +160,26 @@ sub responding {
     return grep { ($_->[1]{bytes_sent} // 0) > 0 } @$series;
 }
 
-# The tb the law gives a flow alone on its path, at sample $i of a series
-# ([t, ss] pairs): 2 x the SO_SNDBUF of $law bytes (FACTOR x rate x RTT),
-# or of CWND_FLOOR congestion windows (cwnd x mss), whichever is larger:
-# a flow alone is never locked below its window (docs/auto.md); no higher
-# for the window than autotuning's ceiling, tcp_wmem[2] $wmem2. ss's cwnd
-# is the kernel's at the sample, the module's size that of a look before, and
-# BBR's PROBE_RTT holds cwnd at 4 segments for 200 ms and a round every
-# 10 s: the window is the largest of the samples of the last 1.5 s.
-# A code ref ($series, $i) for tuned_from; callers judge medians.
+# The tb the law gives a flow alone once it has settled: 2 x the
+# SO_SNDBUF of ALONE x $rate (bytes/s) x $min_rtt (seconds).
 sub alone_tb {
-    my ($law, $wmem2) = @_;
-    return sub {
-        my ($series, $i) = @_;
-        my $window = 0;
-        for (my $j = $i; $j >= 0; $j--) {
-            my ($t, $s) = @{ $series->[$j] };
-            last if $t < $series->[$i][0] - 1.5;
-            my $w = AUTO_CWND_FLOOR * ($s->{cwnd} // 0) * ($s->{mss} // 0);
-            $window = $w if $w > $window;
-        }
-        $window = $wmem2 / 2 if $window > $wmem2 / 2;
-        return 2 * ($window > $law ? $window : $law);
-    };
+    my ($rate, $min_rtt) = @_;
+    return 2 * AUTO_ALONE * $rate * $min_rtt;
 }
 
-# tb / the law's tb ($want: a code ref, alone_tb) for each sample of a
-# series from index $from on that has a tb.
+# tb / $want for each sample of a series ([t, ss] pairs) at the indices
+# @idx that has a tb.
 sub tb_ratios {
-    my ($series, $want, $from) = @_;
-    return map { $series->[$_][1]{tb} / $want->($series, $_) }
-           grep { defined $series->[$_][1]{tb} } $from .. $#$series;
+    my ($series, $want, @idx) = @_;
+    return map { $series->[$_][1]{tb} / $want }
+           grep { defined $series->[$_][1]{tb} } @idx;
 }
 
 # Where auto took the buffer over from slow start in a series ([t, ss]
 # pairs): the first sample after the one with the series' largest tb
-# (autotuning's peak, or the lift's), within $band of $want (a number, or a code ref that gives it for
-# the series and an index: alone_tb); undef if none. From there on the queue
-# steering moves tb around the law, so callers judge the median.
+# (autotuning's peak, or the lift's), within $band of $want; undef if
+# none. Startup's losses may still be in recovery there: callers judge
+# the settled samples from it on.
 sub tuned_from {
     my ($series, $want, $band) = @_;
     my $peak = 0;
@@ -201,10 +189,26 @@ sub tuned_from {
     }
     for my $i ($peak + 1 .. $#$series) {
         my $tb = $series->[$i][1]{tb};
-        my $w = ref $want ? $want->($series, $i) : $want;
-        return $i if defined $tb && rel_diff($tb, $w) <= $band;
+        return $i if defined $tb && rel_diff($tb, $want) <= $band;
     }
     return undef;
+}
+
+# The indices from $from on of a series ([t, ss] pairs) whose samples saw
+# no retransmission in the LOSS_RTTS x $min_rtt seconds before them (the
+# retransmission counter rose in no sample since): there a flow alone is
+# sized by the floor, not for its recovery.
+sub settled {
+    my ($series, $from, $min_rtt) = @_;
+    my ($last_rtx, @idx) = (undef);
+    for my $i (1 .. $#$series) {
+        my ($t, $s) = @{ $series->[$i] };
+        $last_rtx = $t if ($s->{retrans} // 0)
+                          > ($series->[$i - 1][1]{retrans} // 0);
+        push @idx, $i if $i >= $from && (!defined $last_rtx
+                          || $t - $last_rtx > AUTO_LOSS_RTTS * $min_rtt);
+    }
+    return @idx;
 }
 
 # Why the lab cannot run here, or undef when it can (root and TUN).
