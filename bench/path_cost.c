@@ -20,7 +20,6 @@
 #include <time.h>
 
 #include "httpd.h"
-#include "apr_general.h"
 
 #include "../sndbuf_tune.h"
 #include "../t/helpers/httpd_stubs.h"
@@ -68,9 +67,6 @@ static void *sbt_cost_thread(void *arg)
 int main(int argc, char **argv)
 {
     pthread_t tid[64];
-    apr_pool_t *pool;
-    process_rec proc;
-    server_rec s;
     double cpu[2] = {0, 0};
     int i;
 
@@ -82,14 +78,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: path_cost [FLOWS [THREADS [LOOKS]]]\n");
         return 2;
     }
-    apr_initialize();
-    apr_pool_create(&pool, NULL);
-    memset(&s, 0, sizeof(s));
-    memset(&proc, 0, sizeof(proc));
-    proc.pool = pool;
-    s.process = &proc;
-    sbt_path_register_hooks();
-    sbt_stubs_start(pool, &s);
+    sbt_stubs_start();
     sbt_flows = calloc((size_t)sbt_nflows, sizeof(*sbt_flows));
     for (i = 0; i < sbt_threads; i++) {
         pthread_create(&tid[i], NULL, sbt_cost_thread,

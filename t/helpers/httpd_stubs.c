@@ -3,9 +3,9 @@
 /*
  * t/helpers/httpd_stubs.c: the httpd calls sndbuf_path.c makes at
  * startup, for a program that links sndbuf_path.c without httpd
- * (t/unit/path_cases.c, bench/path_cost.c): the hook it registers is kept
- * and run by sbt_stubs_start(), the retained data is one calloc, and a
- * log line goes to stderr.
+ * (t/unit/path_cases.c, t/unit/law_paths.c, bench/path_cost.c): the
+ * hook it registers is kept and run by sbt_stubs_start(), the retained
+ * data is one calloc, and a log line goes to stderr.
  */
 
 #include <stdio.h>
@@ -15,6 +15,7 @@
 #include "http_config.h"
 #include "http_log.h"
 
+#include "../../sndbuf_tune.h"
 #include "httpd_stubs.h"
 
 module AP_MODULE_DECLARE_DATA sndbuf_tune_module;
@@ -52,7 +53,16 @@ AP_DECLARE(void) ap_log_error_(const char *file, int line, int module_index,
     fprintf(stderr, "httpd_stubs: %s (%d)\n", fmt, status);
 }
 
-void sbt_stubs_start(apr_pool_t *pool, server_rec *s)
+void sbt_stubs_start(void)
 {
-    sbt_stub_post_config(pool, pool, pool, s);
+    static process_rec proc;
+    static server_rec s;
+    apr_pool_t *pool;
+
+    apr_initialize();
+    apr_pool_create(&pool, NULL);
+    proc.pool = pool;
+    s.process = &proc;
+    sbt_path_register_hooks();
+    sbt_stub_post_config(pool, pool, pool, &s);
 }

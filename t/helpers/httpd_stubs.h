@@ -8,8 +8,8 @@
 
 #include "httpd.h"
 
-/** Run the post_config hook registered so far, as httpd would at
- *  startup. */
-void sbt_stubs_start(apr_pool_t *pool, server_rec *s);
+/** Start sndbuf_path.c as httpd would: APR, its hooks, then its
+ *  post_config with one pool and a bare server. */
+void sbt_stubs_start(void);
 
 #endif

@@ -37,7 +37,6 @@
 #include <string.h>
 
 #include "httpd.h"
-#include "apr_general.h"
 
 #include "../../sndbuf_law.h"
 #include "../../sndbuf_tune.h"
@@ -561,18 +560,8 @@ static void test_crowd_beside(void)
 
 int main(void)
 {
-    apr_pool_t *pool;
-    process_rec proc;
-    server_rec s;
 
-    apr_initialize();
-    apr_pool_create(&pool, NULL);
-    memset(&s, 0, sizeof(s));
-    memset(&proc, 0, sizeof(proc));
-    proc.pool = pool;
-    s.process = &proc;
-    sbt_path_register_hooks();
-    sbt_stubs_start(pool, &s);
+    sbt_stubs_start();
     test_nat(0);
     test_nat(5);
     test_bloated();

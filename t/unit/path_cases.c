@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "httpd.h"
-#include "apr_general.h"
 
 #include "../../sndbuf_tune.h"
 #include "../helpers/httpd_stubs.h"
@@ -282,18 +281,8 @@ static void test_killed(void)
 
 int main(void)
 {
-    apr_pool_t *pool;
-    process_rec proc;
-    server_rec s;
 
-    apr_initialize();
-    apr_pool_create(&pool, NULL);
-    memset(&s, 0, sizeof(s));
-    memset(&proc, 0, sizeof(proc));
-    proc.pool = pool;
-    s.process = &proc;
-    sbt_path_register_hooks();
-    sbt_stubs_start(pool, &s);
+    sbt_stubs_start();
     test_crowds();
     test_blocks();
     test_fresh();
