@@ -5,7 +5,8 @@
  * with FLOWS concurrent auto flows spread over THREADS threads (each flow
  * looked at by one, as a connection is by one worker at a time), as the
  * children of a busy server would: a look that only writes the flow's
- * slot, and one that also reads the crowd (a flow short of its peak).
+ * slot (the crowd read at most once a second is cached), and one that
+ * also reads the crowd (every slot of the segment).
  * The real sndbuf_path.c, linked with t/helpers/httpd_stubs.c for the
  * httpd calls it makes at startup.  Prints "threads flows looks
  * ns_per_look ns_per_crowd_look" (CPU time).
@@ -13,6 +14,7 @@
  *   bench/path_cost [FLOWS [THREADS [LOOKS_PER_THREAD]]]
  */
 
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,7 @@
 #include "../t/helpers/httpd_stubs.h"
 
 static sbt_path_flow_t *sbt_flows;
+static struct in_addr *sbt_addrs;   /* flow k's client: 198.18.(k/256).k */
 static int sbt_nflows, sbt_threads;
 static long sbt_looks;
 static double sbt_cpu_ns[64][2];
@@ -52,12 +55,20 @@ static void *sbt_cost_thread(void *arg)
             int k = (int)(rand_r(&seed) % (unsigned)(sbt_nflows / sbt_threads))
                     * sbt_threads + me;
             sbt_path_flow_t *f = &sbt_flows[k];
-            /* A queue of 20-60 ms, 10 Mbit/s delivered. */
-            sbt_path_look_t lk = {20000 + rand_r(&seed) % 40000, 1250000,
-                                  ask};
-            sbt_path_crowd_t c;
+            apr_sockaddr_t client = {0};
+            /* An RTT of 20-60 ms, 10 Mbit/s delivered. */
+            sbt_path_look_t lk = {0};
 
-            sbt_path_look(f, &lk, &c);
+            client.family = AF_INET;
+            client.ipaddr_ptr = &sbt_addrs[k];
+            client.ipaddr_len = sizeof(sbt_addrs[k]);
+            lk.min_rtt_us = 20000;
+            lk.srtt_us = lk.min_rtt_us + rand_r(&seed) % 40000;
+            lk.rate = 1250000;
+            if (ask) {
+                f->crowd_at = 0;        /* read the crowd now */
+            }
+            sbt_path_look(f, &client, &lk);
         }
         sbt_cpu_ns[me][ask] = (sbt_cost_ns() - cpu0) / (double)n;
     }
@@ -80,6 +91,10 @@ int main(int argc, char **argv)
     }
     sbt_stubs_start();
     sbt_flows = calloc((size_t)sbt_nflows, sizeof(*sbt_flows));
+    sbt_addrs = calloc((size_t)sbt_nflows, sizeof(*sbt_addrs));
+    for (i = 0; i < sbt_nflows; i++) {
+        sbt_addrs[i].s_addr = htonl(0xc6120000u + (apr_uint32_t)i);
+    }
     for (i = 0; i < sbt_threads; i++) {
         pthread_create(&tid[i], NULL, sbt_cost_thread,
                        (void *)(apr_uintptr_t)i);
