@@ -89,6 +89,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: path_cost [FLOWS [THREADS [LOOKS]]]\n");
         return 2;
     }
+    sbt_path_register_hooks();
     sbt_stubs_start();
     sbt_flows = calloc((size_t)sbt_nflows, sizeof(*sbt_flows));
     sbt_addrs = calloc((size_t)sbt_nflows, sizeof(*sbt_addrs));

@@ -15,7 +15,6 @@
 #include "http_config.h"
 #include "http_log.h"
 
-#include "../../sndbuf_tune.h"
 #include "httpd_stubs.h"
 
 module AP_MODULE_DECLARE_DATA sndbuf_tune_module;
@@ -63,6 +62,5 @@ void sbt_stubs_start(void)
     apr_pool_create(&pool, NULL);
     proc.pool = pool;
     s.process = &proc;
-    sbt_path_register_hooks();
     sbt_stub_post_config(pool, pool, pool, &s);
 }

@@ -8,8 +8,8 @@
 
 #include "httpd.h"
 
-/** Start sndbuf_path.c as httpd would: APR, its hooks, then its
- *  post_config with one pool and a bare server. */
+/** Start APR and run the post_config hook registered so far, as httpd
+ *  would at startup, with one pool and a bare server. */
 void sbt_stubs_start(void);
 
 #endif

@@ -561,6 +561,7 @@ static void test_crowd_beside(void)
 int main(void)
 {
 
+    sbt_path_register_hooks();
     sbt_stubs_start();
     test_nat(0);
     test_nat(5);

@@ -282,6 +282,7 @@ static void test_killed(void)
 int main(void)
 {
 
+    sbt_path_register_hooks();
     sbt_stubs_start();
     test_crowds();
     test_blocks();
