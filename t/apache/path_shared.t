@@ -1,18 +1,14 @@
-# When does auto take a path to be shared (sndbuf_path.c)? Only while
-# another connection's response to the same client is under way: that is
-# when a queue may be theirs and this flow's (a crowd's queue steers each
-# flow; a flow alone never steers by a queue, and is not locked below its
-# window). One apache2 process (the table is per process), auto, and the
-# looks as LogLevel sndbuf_tune:trace3 prints them (path=, shared=):
+# Whom does auto count in a flow's crowd (sndbuf_path.c)? This server's
+# other flows whose responses are under way: a connection's slot goes as
+# its response ends, so an idle keep-alive connection, or a crowd that has
+# just ended, is no one's crowd. One apache2 process, auto, and the looks
+# as LogLevel sndbuf_tune:trace3 prints them (members=):
 #   - A downloads a file whole and stays open (keep-alive, idle); then B,
-#     a new connection, downloads it: B consulted the path and never took
-#     it for shared. The module before sbt_path_leave paired B's first
-#     looks with A's last, within 2 s, and said shared=1.
-#   - C and D download at once, read in turns: some look says shared=1
+#     a new connection, downloads it: no look of B's counts a member.
+#   - C and D download at once, read in turns: some look counts the other
 #     (the checks above and below can fail).
-#   - Right after C and D end, E downloads alone: it never took the path
-#     for shared. The module of 8c43696 kept a path shared for 2 s after
-#     the last two looks of a crowd, and said shared=1 in E's first looks.
+#   - Right after C and D end, E downloads alone: no look of E's counts a
+#     member.
 use strict;
 use warnings;
 use FindBin;
@@ -34,10 +30,10 @@ my $port = $srv->port;
 
 plan tests => 16;
 
-# The looks of the connection from client port $cport: [path, shared].
+# The looks of the connection from client port $cport: their members=.
 sub looks {
     my $cport = shift;
-    return map { /\bpath=(\d+) shared=([01])\b/ ? [$1, $2] : () }
+    return map { /\bmembers=(\d+) / ? $1 : () }
            grep { /\[client [^\]]*:\Q$cport\E\] SndbufTune auto look: / }
            split /\n/, $srv->log_text;
 }
@@ -59,15 +55,15 @@ sub alone {
     # (and with it the path's note of this connection) goes.
     ok($srv->access_entry_for($c->local_port, 10), "$name: logged");
     my @l = looks($c->local_port);
-    note(scalar(@l) . " looks of $name; shared=1 in " . grep { $_->[1] } @l);
+    note(scalar(@l) . " looks of $name; a member in " . grep { $_ } @l);
     return ($c, @l);
 }
 
 my ($a) = alone('A');
 my ($b, @b) = alone('B');
-ok((grep { $_->[0] } @b), 'B looked at its path (path= its minimum RTT)');
-is(scalar(grep { $_->[1] } @b), 0,
-   'B never took the path for shared: A, open but idle, shares nothing');
+ok(scalar(@b), 'B looked');
+is(scalar(grep { $_ } @b), 0,
+   'B counted no member: A, open but idle, is no one\'s crowd');
 
 my ($c, $d) = (open_download(), open_download());
 for (1 .. BIG_SIZE / (1 << 20)) {
@@ -76,11 +72,11 @@ for (1 .. BIG_SIZE / (1 << 20)) {
 $_->finish_body for $c, $d;
 $srv->access_entry_for($_->local_port, 10) for $c, $d;
 my @cd = map { looks($_->local_port) } $c, $d;
-ok((grep { $_->[1] } @cd), 'C and D, under way at once, shared the path');
+note(scalar(@cd) . " looks of C and D; a member in " . grep { $_ } @cd);
+ok((grep { $_ } @cd), 'C and D, under way at once, counted each other');
 
 my ($e, @e) = alone('E');
 ok(scalar(@e), 'E looked');
-is(scalar(grep { $_->[1] } @e), 0,
-   'E, alone right after the crowd of C and D, never took the path for '
-   . 'shared');
+is(scalar(grep { $_ } @e), 0,
+   'E, alone right after the crowd of C and D, counted no member');
 $_->close for $a, $b, $c, $d, $e;
