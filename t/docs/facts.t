@@ -519,7 +519,7 @@ my @FIGURES = (
      qr/(\d+) Mbit\/s at (\d+) ms needs (?:a `tb` of )?about ([\d.]+) (MB)/,
      sub { [$_[2], $_[3], rule_tb($_[0] * 1e6, $_[1])] }],
     ['docs/troubleshooting.md', 'what auto sets carries',
-     qr/auto sets `tb` to about ([\d.]+) \x{d7} rate \x{d7} RTT, which carries about ([\d.]+) \x{d7} rate/,
+     qr/auto sets `tb` to at least about ([\d.]+) \x{d7} rate \x{d7} minimum RTT .*?which carries about ([\d.]+) \x{d7} rate/,
      sub { [$_[1], 'bytes', carried($_[0] * 3e6) / 3e6] }],
     ['docs/auto.md', 'what auto\'s target carries',
      qr/7\/8 \x{d7} rate \x{d7} RTT.*?Linux doubles it, and the buffer carries two thirds of that.*?about ([\d.]+) \x{d7} the BDP/,
