@@ -306,7 +306,6 @@ static void sbt_law_count(sbt_law_t *l, const sbt_law_sample_t *s)
     l->block_delivered = s->delivered;
     l->block_limited_us = s->sndbuf_limited_us;
     l->bound = bound;
-    l->proven |= bound;
     epoch = s->now_us / SBT_LAW_PEAK_BLOCK_US;
     for (e = l->peak_epoch + 1; e <= epoch
          && e <= l->peak_epoch + SBT_LAW_PEAK_BLOCKS; e++) {
@@ -605,6 +604,9 @@ void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
     }
     l->retrans = s->total_retrans;
     sbt_law_count(l, s);
+    /* A block in which the buffer held the flow back and it lost
+     * nothing proves that holding it costs nothing. */
+    l->proven |= l->bound && !sbt_law_losing(l, s);
     out->crowd = s->crowd_members;
     out->excused = sbt_law_below(l->rate_now, sbt_law_peak(l))
                    && sbt_law_traded(l, s);

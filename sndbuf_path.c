@@ -18,7 +18,7 @@
  * One anonymous shared-memory segment, made before the children fork and
  * kept across restarts.  No lock: a slot has one writer, the flow whose
  * id it holds, taken with a compare-and-swap from a free slot or one no
- * flow wrote for FRESH (a child killed mid-look leaves nothing held); a
+ * flow wrote for STALE (a child killed mid-look leaves nothing held); a
  * reader skips slots not written for FRESH, and reads each field whole.
  * Ids come from one counter in the segment: unique across children and
  * restarts, and no client chooses where its flow's slot is.  The atomics
@@ -39,8 +39,11 @@ APLOG_USE_MODULE(sndbuf_tune);
 #define SBT_PATH_SLOTS      1024
 #define SBT_PATH_PROBES     8
 
-/* A slot no look wrote for this long is free, and read by no one. */
+/* A slot no look wrote for FRESH is read by no one; for STALE it may be
+ * taken (its flow's child was killed, or its client stopped reading: a
+ * look after that finds its slot gone and takes another). */
 #define SBT_PATH_FRESH_US   2000000
+#define SBT_PATH_STALE_US   (4 * SBT_PATH_FRESH_US)
 
 /* Another flow is at this flow's RTT when its smoothed RTT is within
  * 1/NEAR_DIV of this one's: smoothed RTTs read once an RTT or less often
@@ -54,7 +57,7 @@ APLOG_USE_MODULE(sndbuf_tune);
 #define SBT_PATH_BLOCKS     16
 
 #define SBT_PATH_MAGIC      0x53425450u     /* "SBTP" */
-#define SBT_PATH_VERSION    4u
+#define SBT_PATH_VERSION    5u
 #define SBT_PATH_RETAINED   "mod_sndbuf_tune/paths"
 
 /* Two cache lines, each slot on lines of its own. */
@@ -65,9 +68,13 @@ typedef struct {
     apr_uint32_t srtt_us;       /**< at the last look */
     apr_uint32_t min_rtt_us;    /**< its own */
     apr_uint32_t family;        /**< its client's address */
-    unsigned char addr[16];
+    apr_uint64_t addr[2];
     apr_uint32_t rate[SBT_PATH_BLOCKS];
 } __attribute__((aligned(64))) sbt_path_slot_t;
+
+/* The children share the atomics: no lock of one process's may stand in. */
+_Static_assert(__atomic_always_lock_free(sizeof(apr_uint64_t), 0),
+               "sndbuf_path.c needs lock-free 64-bit atomics");
 
 typedef struct {
     apr_uint32_t magic;
@@ -84,35 +91,41 @@ static sbt_paths_t *sbt_paths;
 #define SBT_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
 /** Take a slot for a new flow (@a f) to @a client: a free one, or one
- *  whose flow has not looked for FRESH, which is set before any reader
- *  counts it. */
+ *  whose flow has not looked for STALE.  It is fresh at once, so that no
+ *  other taker counts it stale, and at no one's RTT until its first
+ *  write: a reader that sees this look's time sees its address too. */
 static void sbt_path_take(sbt_path_flow_t *f, const apr_sockaddr_t *client,
                           apr_int64_t now)
 {
+    apr_uint64_t addr[2] = {0, 0};
     int i;
 
+    if (client && client->ipaddr_len > 0
+        && client->ipaddr_len <= (int)sizeof(addr)) {
+        memcpy(addr, client->ipaddr_ptr, client->ipaddr_len);
+    }
     f->id = __atomic_add_fetch(&sbt_paths->next_id, 1, __ATOMIC_RELAXED);
+    f->slot = -1;
     for (i = 0; i < SBT_PATH_PROBES; i++) {
         int k = (int)((f->id + (apr_uint64_t)i) % SBT_PATH_SLOTS);
         sbt_path_slot_t *p = &sbt_paths->slot[k];
         apr_uint64_t was = SBT_LOAD(&p->id);
 
-        if ((was && now - SBT_LOAD(&p->at) <= SBT_PATH_FRESH_US)
+        if ((was && now - SBT_LOAD(&p->at) <= SBT_PATH_STALE_US)
             || !__atomic_compare_exchange_n(&p->id, &was, f->id, 0,
                                             __ATOMIC_ACQUIRE,
                                             __ATOMIC_RELAXED)) {
             continue;
         }
+        SBT_STORE(&p->srtt_us, 0);
         SBT_STORE(&p->block, 0);
-        memset(p->addr, 0, sizeof(p->addr));
-        if (client && client->ipaddr_len > 0 && client->ipaddr_len <= 16) {
-            memcpy(p->addr, client->ipaddr_ptr, client->ipaddr_len);
-        }
+        SBT_STORE(&p->addr[0], addr[0]);
+        SBT_STORE(&p->addr[1], addr[1]);
         SBT_STORE(&p->family, client ? (apr_uint32_t)client->family : 0);
+        __atomic_store_n(&p->at, now, __ATOMIC_RELEASE);
         f->slot = k;
         return;
     }
-    f->slot = -1;
 }
 
 /** Write this look into the flow's own slot: its RTT, and its rate in
@@ -173,27 +186,32 @@ static void sbt_path_crowd(int mine, apr_int64_t now, sbt_path_crowd_t *c)
 {
     const sbt_path_slot_t *me = &sbt_paths->slot[mine];
     apr_uint64_t b = (apr_uint64_t)now / SBT_PATH_BLOCK_US;
-    apr_uint64_t then = sbt_path_peak(me, b);
-    apr_uint32_t srtt = me->srtt_us;
+    apr_uint64_t then = sbt_path_peak(me, b), rate;
+    apr_uint32_t srtt = SBT_LOAD(&me->srtt_us);
     int i;
 
     c->own_then = sbt_path_rate(me, then);
     for (i = 0; i < SBT_PATH_SLOTS; i++) {
         const sbt_path_slot_t *p = &sbt_paths->slot[i];
-        apr_uint32_t rtt = SBT_LOAD(&p->srtt_us);
-        apr_uint32_t min_rtt = SBT_LOAD(&p->min_rtt_us);
+        apr_uint32_t min_rtt;
 
-        if (i == mine || !SBT_LOAD(&p->id)
+        /* The look's time first: what was written before it comes with
+         * it.  A flow that has not delivered yet is at no bottleneck. */
+        if (i == mine
             || now - __atomic_load_n(&p->at, __ATOMIC_ACQUIRE)
                > SBT_PATH_FRESH_US
-            || !sbt_path_near(rtt, srtt)) {
+            || !SBT_LOAD(&p->id)
+            || !sbt_path_near(SBT_LOAD(&p->srtt_us), srtt)
+            || !(rate = sbt_path_rate(p, b))) {
             continue;
         }
+        min_rtt = SBT_LOAD(&p->min_rtt_us);
         c->members++;
-        c->rate += sbt_path_rate(p, b);
+        c->rate += rate;
         c->rate_then += sbt_path_rate(p, then);
-        if (SBT_LOAD(&p->family) == me->family
-            && !memcmp(p->addr, me->addr, sizeof(p->addr))
+        if (SBT_LOAD(&p->family) == SBT_LOAD(&me->family)
+            && SBT_LOAD(&p->addr[0]) == SBT_LOAD(&me->addr[0])
+            && SBT_LOAD(&p->addr[1]) == SBT_LOAD(&me->addr[1])
             && (!c->min_rtt_us || min_rtt < c->min_rtt_us)) {
             c->min_rtt_us = min_rtt;
         }
@@ -209,11 +227,15 @@ const sbt_path_crowd_t *sbt_path_look(sbt_path_flow_t *f,
     if (!sbt_paths) {
         return &f->crowd;
     }
+    /* New, its slot taken, or none to be had at its last try a block
+     * ago. */
     if (!f->id || (f->slot >= 0
-                   && SBT_LOAD(&sbt_paths->slot[f->slot].id) != f->id)) {
-        sbt_path_take(f, client, now);  /* new, or its slot was taken */
+                   && SBT_LOAD(&sbt_paths->slot[f->slot].id) != f->id)
+        || (f->slot < 0 && now - f->crowd_at >= SBT_PATH_BLOCK_US)) {
+        sbt_path_take(f, client, now);
     }
     if (f->slot < 0) {
+        f->crowd_at = now;
         return &f->crowd;
     }
     sbt_path_write(&sbt_paths->slot[f->slot], lk, now);
@@ -233,10 +255,8 @@ void sbt_path_leave(sbt_path_flow_t *f)
     if (sbt_paths && f->id && f->slot >= 0) {
         sbt_path_slot_t *p = &sbt_paths->slot[f->slot];
 
-        if (__atomic_compare_exchange_n(&p->id, &id, 0, 0, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED)) {
-            SBT_STORE(&p->at, 0);
-        }
+        __atomic_compare_exchange_n(&p->id, &id, 0, 0, __ATOMIC_RELEASE,
+                                    __ATOMIC_RELAXED);
     }
     f->slot = -1;
 }

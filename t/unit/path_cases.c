@@ -116,6 +116,14 @@ static void test_crowds(void)
     c = run(f, 1, 5, rtt, fast);
     is_i(c.members, 0, "crowd: a flow alone has none");
     leave_all(f, 1);
+
+    memset(f, 0, sizeof(f));
+    rtt[1] = rtt[0];
+    fast[1] = 0;
+    c = run(f, 2, 2, rtt, fast);
+    is_i(c.members, 0, "crowd: a flow that has delivered nothing yet (its "
+         "first second) is in none: it would halve the others' share");
+    leave_all(f, 2);
 }
 
 /* A flow's highest second is remembered BLOCKS (16) seconds: the current
@@ -270,9 +278,13 @@ static void test_killed(void)
     is_i(f[0].slot, -1, "killed: its 1024 flows hold every slot (the table "
          "is full: a new flow goes without)");
     now_us += 2 * SEC + 1;
-    f[0].id = 0;
+    c = look(&f[0], 100000, 0, 1);
+    ok(f[0].slot == -1 && c.members == 0, "killed: 2 s on (FRESH), their "
+       "slots count in no crowd, and are not taken yet");
+    now_us += 6 * SEC;
     look(&f[0], 100000, 0, 0);
-    ok(f[0].slot >= 0, "killed: 2 s on, their slots are free again");
+    ok(f[0].slot >= 0, "killed: 8 s on (STALE), their slots are free again, "
+       "and a flow that found none takes one at its next try");
     c = run(f, 2, 3, rtt, rate);
     ok(c.members == 1 && c.rate == 1 << 20 && c.rate_then == 1 << 20,
        "killed: a slot taken again counts its new flow only");
