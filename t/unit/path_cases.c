@@ -118,6 +118,14 @@ static void test_crowds(void)
     leave_all(f, 1);
 
     memset(f, 0, sizeof(f));
+    run(f, 2, 2, rtt, slow);
+    sbt_path_leave(&f[1]);
+    c = look(&f[0], rtt[0], 1 << 20, 1);
+    is_i(c.members, 0, "crowd: a flow whose response has ended is in none, "
+         "at once");
+    leave_all(f, 2);
+
+    memset(f, 0, sizeof(f));
     rtt[1] = rtt[0];
     fast[1] = 0;
     c = run(f, 2, 2, rtt, fast);
