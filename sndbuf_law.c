@@ -386,24 +386,12 @@ static uint64_t sbt_law_step(const sbt_law_t *l, const sbt_law_sample_t *s,
     return room && queue_us > room ? step * room / queue_us : step;
 }
 
-/** The flow's rate, or its crowd's mean where that is less (a member
- *  above its share is steered down to it). */
-static uint64_t sbt_law_share(const sbt_law_t *l, const sbt_law_sample_t *s)
-{
-    uint64_t mean = s->crowd_members
-                    ? (s->crowd_rate + l->rate_now)
-                      / (uint64_t)(s->crowd_members + 1) : l->rate;
-
-    return mean < l->rate ? mean : l->rate;
-}
-
 /** The law proper: the next size for a buffer now at @a cur, unclamped;
  *  @a queue_us: the queue that steers it (0: none). */
 static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
                              uint32_t queue_us, int limited, uint64_t cur)
 {
-    uint64_t next, floor = sbt_law_target(sbt_law_share(l, s),
-                                          l->min_rtt_us);
+    uint64_t next, floor = sbt_law_target(l->rate, l->min_rtt_us);
 
     floor = floor / SBT_LAW_FACTOR_NUM
             * (s->crowd_members ? SBT_LAW_CROWD_NUM : SBT_LAW_ALONE_NUM);
