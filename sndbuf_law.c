@@ -47,7 +47,8 @@
  * N flows queue sqrt(N) x STEP, not N x (nearly a BDP for 100).  Steered,
  * every move over 1/128 is made: at 1/16 a crowd stayed up to 25% off.
  * Never steered below ALONE/8 x its rate x its minimum RTT, a crowd's
- * member below CROWD/8 x its share: Linux wakes the writer only once a
+ * member below CROWD/8 x it (not its crowd's mean: a crowd by RTT may be
+ * flows on links of their own): Linux wakes the writer only once a
  * third of the buffer is free, and less runs a flow's pipe dry before the
  * refill comes (0.91-0.94 of autotuning's goodput at 9/8 alone); in a
  * crowd the others' queued data covers one member's refill. */
