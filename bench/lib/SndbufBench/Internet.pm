@@ -575,9 +575,9 @@ sub measure {
         $r->{flows}{$id}{$_} = ($looks->{$id} || {})->{$_} // 0 for qw(looks crowd);
     }
     $r->{crowd_looks} = 0;
-    $r->{crowd_looks} += $_->{crowd} for values %$looks;
+    $r->{crowd_looks} += $_->{crowd} // 0 for values %$looks;
     $r->{looks} = 0;
-    $r->{looks} += $_->{looks} for values %$looks;
+    $r->{looks} += $_->{looks} // 0 for values %$looks;
     $r->{early} = scalar @early;
     $r->{early_why} = "$early[0]{peer}: HTTP $early[0]{code}, curl exit "
         . "$early[0]{exit} after $early[0]{bytes} bytes" if @early;
