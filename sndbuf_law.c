@@ -400,9 +400,6 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
         next = (cur + cur * ((uint64_t)l->min_rtt_us + s->rttvar_us)
                       / s->srtt_us
                 + sbt_law_step(l, s, queue_us)) / 2;
-        if (l->settling && next < sbt_law_target(l->rate, l->min_rtt_us)) {
-            next = sbt_law_target(l->rate, l->min_rtt_us);
-        }
     }
     else {
         next = sbt_law_target(l->rate, (uint64_t)s->srtt_us + s->rttvar_us
