@@ -23,12 +23,12 @@
 /* While the delivery rate grows by a quarter per look the flow is in slow
  * start (or BBR's startup), where autotuning is as fast as anything: auto
  * takes over after RAMP_FLAT looks without such growth (BBR's full-pipe
- * test) or RAMP_RTTS RTTs in.  For SETTLE_LOOKS looks more, a queue (slow
- * start's overshoot draining) never steers the buffer below the target. */
+ * test) or RAMP_RTTS RTTs in.  Slow start's overshoot, draining then,
+ * never steers the buffer below the floor (below), which is above the
+ * target. */
 #define SBT_LAW_RAMP_SHIFT      2
 #define SBT_LAW_RAMP_FLAT       3
 #define SBT_LAW_RAMP_RTTS       32
-#define SBT_LAW_SETTLE_LOOKS    8
 
 /* Autotuning stops at tcp_wmem[2], on a long path no more than BBR's
  * startup keeps in flight (2.89 x BDP): a flow held there never leaves
@@ -66,8 +66,7 @@
 #define SBT_LAW_REFILL_US       1000
 
 /* The queue of a crowd to the same client (the RTT a quarter of the
- * minimum above it and its variation) ends a bbr flow's ramp, with no
- * settling looks: BBR's startup ignores losses, and growing only fills the
+ * minimum above it and its variation) ends a bbr flow's ramp: BBR's startup ignores losses, and growing only fills the
  * queue the crowd's late flows must then cross.  Not another client's
  * crowd: a ramp is what doing nothing gets, the measure of what steering
  * may not cost.  A loss-based flow's slow start ends at its first loss. */
@@ -104,9 +103,10 @@
  * bottleneck trade shares while their sum holds), and a contest is the
  * whole crowd's, each member short with the others.  While short it
  * never steers down.
- * Short at every look for CONTEST_LASTS_US (CROWD_LASTS_US in a crowd,
- * whose sum over the members a flow sees now is noisier than one flow's
- * rate: four reads) while its queue stands and has
+ * Short at every look for CONTEST_LASTS_US (CROWD_LASTS_US in a crowd
+ * whose others still deliver CONTEST_NUM/DEN of what they did then: a
+ * trade may be under way, and their sum a flow sees now is noisier than
+ * one flow's rate: four reads) while its queue stands and has
  * stood CONTEST_STOOD_US, longer than a block, steering has only given
  * the link to another sender (a delay-based controller yields to a
  * loss-based one without end, and BBR's PROBE_RTT drains a queue and its
@@ -234,7 +234,6 @@ static int sbt_law_ramping(sbt_law_t *l, const sbt_law_sample_t *s)
         return 1;
     }
     l->ramping = 0;
-    l->settling = SBT_LAW_SETTLE_LOOKS;
     return 0;
 }
 
@@ -365,8 +364,9 @@ static int sbt_law_contested(sbt_law_t *l, const sbt_law_sample_t *s,
         l->short_since_us = s->now_us;
     }
     if (s->now_us - l->short_since_us
-        < (s->crowd_members ? SBT_LAW_CROWD_LASTS_US
-                            : SBT_LAW_CONTEST_LASTS_US)) {
+        < (s->crowd_members && !sbt_law_below(s->crowd_rate,
+                                              s->crowd_rate_then)
+           ? SBT_LAW_CROWD_LASTS_US : SBT_LAW_CONTEST_LASTS_US)) {
         return 0;
     }
     l->contested_until_us = s->now_us
@@ -409,6 +409,12 @@ static uint64_t sbt_law_next(const sbt_law_t *l, const sbt_law_sample_t *s,
         }
         if (limited && next < cur + (cur >> SBT_LAW_GROW_SHIFT)) {
             next = cur + (cur >> SBT_LAW_GROW_SHIFT);
+        }
+        /* Held back in its last block: a look with no queue (another
+         * sender's PROBE_RTT can empty it for 200 ms) is no reason to
+         * hold it back further. */
+        else if (l->bound && next < cur) {
+            next = cur;
         }
     }
     next = next < floor ? floor : next;
@@ -609,8 +615,5 @@ void sbt_law_look(sbt_law_t *l, const sbt_law_limits_t *lim,
     }
     if (out->act == SBT_LAW_RELEASE && lim->no_release) {
         sbt_law_no_release(lim, s, out);
-    }
-    if (!l->ramping && l->settling) {
-        l->settling--;
     }
 }

@@ -75,7 +75,6 @@ typedef struct {
     int ramp_flat;              /**< looks since */
     int ramping;
     int lifted;
-    int settling;               /**< looks left holding the target */
     uint32_t min_rtt_us;        /**< sized for: the path's or the flow's */
     uint32_t own_min_rtt_us;    /**< the flow's own */
     int from_handshake;         /**< which is still the handshake's */

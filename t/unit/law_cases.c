@@ -171,7 +171,6 @@ static void test_ramp(void)
     s = look_at(400, 100, 124000, 0, 65536);
     sbt_law_look(&l, &lim, &s, &out);
     ok(!l.ramping, "ramp: three flat looks (RAMP_FLAT) end it");
-    is_i(l.settling, 7, "ramp: settling starts (SETTLE_LOOKS 8, one used)");
 
     /* RAMP_RTTS: 32 RTTs end a ramp whose rate still grows. */
     s = look_at(0, 10, 0, 0, 16384);
@@ -201,8 +200,8 @@ static void test_ramp(void)
  * what steering may not cost), unless it is a crowd's to the same client
  * (another flow to its address at its RTT: sndbuf_path.c) and the flow is
  * a bbr one, whose startup ignores losses: then a queue over a quarter
- * of the minimum RTT (CROWD_SHIFT 2) ends it, with no settling.  1: still
- * ramping; 0: ended by the crowd's queue; -1: ended otherwise. */
+ * of the minimum RTT (CROWD_SHIFT 2) ends it.  1: still ramping (left to
+ * autotuning); 0: ended. */
 static int ramping_through(uint32_t srtt_us, uint32_t path_min_rtt_us,
                            int members, int loss_based)
 {
@@ -218,9 +217,7 @@ static int ramping_through(uint32_t srtt_us, uint32_t path_min_rtt_us,
     s.crowd_members = members;
     s.loss_based = loss_based;
     sbt_law_look(&l, &lim, &s, &out);
-    /* Ramping, it is left to autotuning; a ramp that ended settles,
-     * unless a crowd's queue ended it. */
-    return l.ramping ? out.act == SBT_LAW_KEEP : l.settling ? -1 : 0;
+    return l.ramping && out.act == SBT_LAW_KEEP;
 }
 
 static void test_ramp_queue(void)
@@ -232,7 +229,7 @@ static void test_ramp_queue(void)
     is_i(ramping_through(125 * MS, 100 * MS, 1, 0), 1, "ramp: through a "
          "quarter of the minimum RTT of a crowd's to its own client");
     is_i(ramping_through(125 * MS + 1, 100 * MS, 1, 0), 0, "ramp: a "
-         "microsecond more ends it (CROWD_SHIFT 2), with no settling");
+         "microsecond more ends it (CROWD_SHIFT 2)");
     is_i(ramping_through(200 * MS, 100 * MS, 1, 1), 1, "ramp: not a cubic "
          "flow's (its first loss ends it)");
 }
@@ -702,7 +699,6 @@ static void test_queue(void)
     uint64_t want;
 
     begin_locked(&l, &lim, 100, 500000, cur);
-    l.settling = 0;
     s = crowd_at(100, 100, 500000, cur, 0);
     s.srtt_us = 150 * MS;
     sbt_law_look(&l, &lim, &s, &out);
@@ -734,7 +730,6 @@ static void test_queue(void)
 
     /* Within the room, the full step: 25 ms of queue over 100. */
     begin_locked(&l, &lim, 100, 500000, 400000);
-    l.settling = 0;
     s = crowd_at(100, 100, 500000, 400000, 0);
     s.srtt_us = 125 * MS;
     sbt_law_look(&l, &lim, &s, &out);
@@ -746,7 +741,6 @@ static void test_queue(void)
      * of STEP per flow queued: cur = 12 MSS, against 24 at a full step
      * (at 100 kB/s, above the crowd's floor: 9/8 x 10 kB). */
     begin_locked(&l, &lim, 100, 100000, 34000);
-    l.settling = 0;
     for (i = 0, cur = 34000; i < 400; i++) {
         s = crowd_at(200 + 10 * i, 100, 100000, cur, 0);
         s.srtt_us = 150 * MS;
@@ -760,7 +754,6 @@ static void test_queue(void)
        "than N x STEP queued (cur = 12 MSS at 50 ms over 100, not 24)");
 
     begin_locked(&l, &lim, 100, 500000, 400000);
-    l.settling = 0;
     s = crowd_at(100, 100, 500000, 400000, 0);
     s.srtt_us = 105 * MS;               /* 5 ms: under 1/16 of 100 */
     sbt_law_look(&l, &lim, &s, &out);
@@ -772,15 +765,14 @@ static void test_queue(void)
     sbt_law_look(&l, &lim, &s, &out);
     ok(!out.queued, "queue: under QUEUE_MIN 2 ms is host jitter");
 
-    /* Settling: slow start's overshoot never steers below the target. */
+    /* Slow start's overshoot never steers below the target (87,500): a
+     * crowd's member stops at CROWD 9/8 x its rate x minimum RTT. */
     begin_locked(&l, &lim, 100, 1000000, 100000);
-    ok(l.settling == 0, "settle: only after a ramp");
-    l.settling = 8;
     s = crowd_at(100, 100, 1000000, 100000, 0);
     s.srtt_us = 300 * MS;
     sbt_law_look(&l, &lim, &s, &out);
-    is_i(out.size, 112500, "settle: while settling, never below the target "
-         "(87,500), nor a member below CROWD 9/8 x its rate x minimum RTT");
+    is_i(out.size, 112500, "floor: never below the target, nor a member "
+         "below CROWD 9/8 x its rate x minimum RTT");
 }
 
 /* The promise: a flow past its ramp on a 100 ms path, locked at 400,000
@@ -1032,6 +1024,19 @@ static void test_promise_crowd(void)
     ok(!p.out.contested, "crowd: losing 3.9 s, not contested");
     promise_looks(&p, 1, 500000, 107);
     ok(p.out.contested, "crowd: losing CROWD_LASTS 4 s: contested");
+
+    /* Its others lost too (half of what they delivered then): no trade
+     * under way, each loses to a sender this server does not know of;
+     * contested after CONTEST_LASTS (1.5 s), as a flow alone. */
+    promise_begin(&p);
+    promise_crowd(&p, 1000000, 1000000, 1000000);
+    promise_looks(&p, 20, 1000000, 107);
+    promise_crowd(&p, 500000, 1000000, 1000000);
+    promise_looks(&p, 24, 500000, 107);
+    ok(!p.out.contested, "crowd, all losing: 1.4 s short, not contested");
+    promise_looks(&p, 2, 500000, 107);
+    ok(p.out.contested, "crowd, all losing: contested at CONTEST_LASTS "
+       "1.5 s");
 }
 
 /* Once its buffer holds it back, and until a block in which it did has
@@ -1069,14 +1074,14 @@ static void test_promise_down(void)
     is_i(p.out.size, was - was / 8, "down: a loss since takes the proof "
          "back: 1/8 down at most again");
 
-    /* A crowd's member contested at 7 s, the end of a block its buffer
-     * held it back; then it delivers as before, unlimited, and at 15 s
-     * steers again from autotuning's 400,000. */
+    /* A crowd's member contested at 7 s (its others deliver as before:
+     * CROWD_LASTS), the end of a block its buffer held it back; then it
+     * delivers as before, unlimited, and at 15 s steers again from
+     * autotuning's 400,000. */
     promise_begin(&p);
     promise_crowd(&p, 1000000, 1000000, 1000000);
     p.limited = 1;
     promise_looks(&p, 20, 1000000, 107);
-    promise_crowd(&p, 500000, 1000000, 1000000);
     promise_looks(&p, 50, 500000, 107);
     ok(p.out.contested, "down: (contested at 7 s)");
     p.limited = 0;
@@ -1086,6 +1091,24 @@ static void test_promise_down(void)
     promise_looks(&p, 1, 1000000, 150);
     ok(!p.out.contested && p.out.size == 350000, "down: a contest takes "
        "the proof back: 1/8 down at most from autotuning's size");
+}
+
+/* Held back by its buffer in its last block, a flow is not shrunk by a
+ * look with no queue: another sender's PROBE_RTT can empty it for 200 ms,
+ * and the flow's minimum RTT then sizes it below what it carries. */
+static void test_bound_no_queue(void)
+{
+    promise_t p;
+    int was;
+
+    promise_begin(&p);
+    p.limited = 1;
+    promise_looks(&p, 10, 1000000, 107);
+    p.limited = 0;
+    was = p.cur;
+    promise_looks(&p, 1, 1000000, 100);
+    ok(p.out.act == SBT_LAW_KEEP && p.cur == was, "bound, then no queue: "
+       "kept (the no-queue size, 11/8 x rate x minimum RTT, is 137,500)");
 }
 
 /* Contested, a flow is left as doing nothing leaves it: to autotuning,
@@ -1371,6 +1394,7 @@ int main(void)
     test_promise_doublings();
     test_promise_crowd();
     test_promise_down();
+    test_bound_no_queue();
     test_contested();
     test_rates();
     test_loopback_cap();
