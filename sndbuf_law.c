@@ -125,6 +125,17 @@
 #define SBT_LAW_HOLD_DOUBLINGS  3
 #define SBT_LAW_DOWN_SHIFT      3
 
+/* A loss-based flow's ramp ends at its first loss, which in a queue
+ * another sender keeps full comes at a fraction of the share its
+ * congestion avoidance then wins over seconds; steered from there, its
+ * peak is the rate the buffer held it at, and the promise never sees the
+ * loss.  So until its first whole block, and while its delivery passes
+ * its peak by 1/GROW_PEAK (1/16) within GROW_US, it is left to autotuning
+ * after its ramp too.  Not a bbr flow: its startup ends at a full pipe,
+ * or at its crowd's queue (CROWD_SHIFT), which growing would refill. */
+#define SBT_LAW_GROW_PEAK_SHIFT 4
+#define SBT_LAW_GROW_US         3000000
+
 /* Send-buffer-limited for more than 1/8 of an interval means limited. */
 #define SBT_LAW_LIMITED_SHIFT   3
 
@@ -294,6 +305,7 @@ static uint64_t sbt_law_peak(const sbt_law_t *l)
 static void sbt_law_count(sbt_law_t *l, const sbt_law_sample_t *s)
 {
     int64_t span = s->now_us - l->block_us, epoch, e;
+    uint64_t peak;
     int bound = ((s->sndbuf_limited_us - l->block_limited_us)
                  << SBT_LAW_LIMITED_SHIFT) > (uint64_t)span;
 
@@ -302,6 +314,10 @@ static void sbt_law_count(sbt_law_t *l, const sbt_law_sample_t *s)
     }
     l->rate_now = (s->delivered - l->block_delivered) * 1000000
                   / (uint64_t)span;
+    peak = sbt_law_peak(l);
+    if (l->rate_now > peak + (peak >> SBT_LAW_GROW_PEAK_SHIFT)) {
+        l->grew_us = s->now_us;
+    }
     l->block_us = s->now_us;
     l->block_delivered = s->delivered;
     l->block_limited_us = s->sndbuf_limited_us;
@@ -442,6 +458,10 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
      * the flow delivers short of its peak, before that makes one, or its
      * latest samples say it loses delivery, the queue may be another
      * sender's: no steering down. */
+    if (s->loss_based && !s->locked_at
+        && (!l->grew_us || s->now_us - l->grew_us < SBT_LAW_GROW_US)) {
+        return "its delivery still grows: left to autotuning";
+    }
     out->queue_us = sbt_law_queue_us(l, s);
     out->queued = !out->contested
                   && sbt_law_queue_steers(l->min_rtt_us, out->queue_us);

@@ -87,6 +87,7 @@ typedef struct {
     uint64_t rate_now;
     uint64_t peak[4];
     int64_t peak_epoch;
+    int64_t grew_us;            /**< a block last passed the peak by 1/16 */
     int64_t drained_us;         /**< its queue last too short to steer by */
     int64_t short_since_us;     /**< delivers short of its peak since; 0 */
     int64_t contested_until_us; /**< left to autotuning until */

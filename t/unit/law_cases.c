@@ -101,6 +101,13 @@ static void begin_locked(sbt_law_t *l, const sbt_law_limits_t *lim,
     sbt_law_begin(l, lim, &s, rate);
 }
 
+/* Past its ramp, its delivery flat for an hour (GROW_US): steered. */
+static void past_ramp(sbt_law_t *l)
+{
+    l->ramping = 0;
+    l->grew_us = -3600 * (int64_t)1000000;
+}
+
 static const uint64_t R30M = 30000000 / 8;      /* 30 Mbit/s in B/s */
 
 /* ---------------------------------------------------------------- */
@@ -495,7 +502,7 @@ static void test_stock(void)
      * both), not left where autotuning has it. */
     lim = stock();
     begin_locked(&l, &lim, 100, R30M, 0);
-    l.ramping = 0;
+    past_ramp(&l);
     s = look_at(100, 100, R30M, 0, 1 << 21);
     s.srtt_us = 150 * MS;
     s.loss_based = 1;
@@ -505,7 +512,7 @@ static void test_stock(void)
     s.has_delivered = 0;
     s.loss_based = 0;
     begin_locked(&l, &lim, 100, R30M, 0);
-    l.ramping = 0;
+    past_ramp(&l);
     sbt_law_look(&l, &lim, &s, &out);
     is_i(out.act, SBT_LAW_KEEP, "stock: not a contested flow's");
 
@@ -605,7 +612,7 @@ static void test_loss_based(void)
 
     s = unchecked_at(0, 250, 8 * R30M, 0, 1 << 22);     /* 240 Mbit/s */
     sbt_law_begin(&l, &lim, &s, 8 * R30M);
-    l.ramping = 0;
+    past_ramp(&l);
     s = unchecked_at(250, 250, 8 * R30M, 0, 1 << 22);
     s.loss_based = 1;
     sbt_law_look(&l, &lim, &s, &out);
@@ -618,7 +625,7 @@ static void test_loss_based(void)
      * to lock: autotuning gives three times the floor. */
     s = unchecked_at(0, 1, 1000000, 0, 1 << 22);
     sbt_law_begin(&l, &lim, &s, 1000000);
-    l.ramping = 0;
+    past_ramp(&l);
     s = unchecked_at(1, 1, 1000000, 0, 1 << 22);
     s.loss_based = 1;
     s.mss = 65483;
@@ -637,7 +644,7 @@ static void test_loss_based(void)
          "kept at the cap, not given back");
     s = look_at(0, 250, 0, 0, 16384);
     sbt_law_begin(&l, &lim, &s, 0);
-    l.ramping = 0;
+    past_ramp(&l);
     s = unchecked_at(250, 250, R30M, 0, 1 << 20);
     s.loss_based = 1;
     sbt_law_look(&l, &lim, &s, &out);
@@ -1111,6 +1118,61 @@ static void test_bound_no_queue(void)
        "kept (the no-queue size, 11/8 x rate x minimum RTT, is 137,500)");
 }
 
+/* After its ramp, a loss-based flow left to autotuning whose delivery
+ * still passes its peak by 1/16 (GROW_PEAK_SHIFT) within GROW_US (3 s)
+ * stays there, queue or not: its ramp ends at its first loss, beside
+ * another sender at a fraction of the share it then wins; before its
+ * first whole block it is not known.  Growing by 1/8 a second to 3 s
+ * under a queue of 50 ms over 100: the block that ends at 4 s shows the
+ * last growth, so it is left to autotuning to 6.9 s, steered at 7 s. */
+static int growing_steered_at(int loss_based, int *kept_to)
+{
+    sbt_law_limits_t lim = lab();
+    sbt_law_t l;
+    sbt_law_out_t out;
+    sbt_law_sample_t s = look_at(0, 100, 500000, 0, 800000);
+    uint64_t rate = 500000, delivered = s.delivered;
+    int t, steered_at = 0;
+
+    sbt_law_begin(&l, &lim, &s, rate);
+    l.ramping = 0;
+    for (t = 1; t <= 80 && !steered_at; t++) {
+        if (t <= 30 && t % 10 == 0) {
+            rate += rate / 8;
+        }
+        delivered += rate / 10;
+        s = look_at(t * 100, 100, rate, 0, 800000);
+        s.srtt_us = 150 * MS;
+        s.delivered = delivered;
+        s.loss_based = loss_based;
+        sbt_law_look(&l, &lim, &s, &out);
+        if (out.act == SBT_LAW_KEEP
+            && !strcmp(out.why, "its delivery still grows: left to "
+                                "autotuning")) {
+            *kept_to = t;
+        }
+        else if (out.act == SBT_LAW_SET && out.queued) {
+            steered_at = t;
+        }
+    }
+    return steered_at;
+}
+
+static void test_still_growing(void)
+{
+    int kept_to = 0, steered_at = growing_steered_at(1, &kept_to);
+
+    printf("# growing: left to autotuning to look %d, steered at %d\n",
+           kept_to, steered_at);
+    ok(kept_to == 69 && steered_at == 70, "growing: a loss-based flow is "
+       "left to autotuning while it passes its peak by 1/16 and 3 s more, "
+       "then steered");
+    kept_to = 0;
+    steered_at = growing_steered_at(0, &kept_to);
+    ok(kept_to == 0 && steered_at == 1, "growing: a bbr flow is steered "
+       "from its first look after its ramp");
+}
+
 /* Contested, a flow is left as doing nothing leaves it: to autotuning,
  * unless autotuning cannot reach its rate x RTT or the limits forbid it:
  * then that, queue or not. */
@@ -1395,6 +1457,7 @@ int main(void)
     test_promise_crowd();
     test_promise_down();
     test_bound_no_queue();
+    test_still_growing();
     test_contested();
     test_rates();
     test_loopback_cap();
