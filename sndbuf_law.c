@@ -132,7 +132,9 @@
  * loss.  So until its first whole block, and while its delivery passes
  * its peak by 1/GROW_PEAK (1/16) within GROW_US, it is left to autotuning
  * after its ramp too.  Not a bbr flow: its startup ends at a full pipe,
- * or at its crowd's queue (CROWD_SHIFT), which growing would refill. */
+ * or at its crowd's queue (CROWD_SHIFT), which growing would refill.  Nor
+ * one with others to its client at its RTT: what it gains there its
+ * crowd trades, and their queue is theirs to steer. */
 #define SBT_LAW_GROW_PEAK_SHIFT 4
 #define SBT_LAW_GROW_US         3000000
 
@@ -458,7 +460,7 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
      * the flow delivers short of its peak, before that makes one, or its
      * latest samples say it loses delivery, the queue may be another
      * sender's: no steering down. */
-    if (s->loss_based && !s->locked_at
+    if (s->loss_based && !s->locked_at && !s->path_min_rtt_us
         && (!l->grew_us || s->now_us - l->grew_us < SBT_LAW_GROW_US)) {
         return "its delivery still grows: left to autotuning";
     }

@@ -1125,7 +1125,8 @@ static void test_bound_no_queue(void)
  * first whole block it is not known.  Growing by 1/8 a second to 3 s
  * under a queue of 50 ms over 100: the block that ends at 4 s shows the
  * last growth, so it is left to autotuning to 6.9 s, steered at 7 s. */
-static int growing_steered_at(int loss_based, int *kept_to)
+static int growing_steered_at(int loss_based, uint32_t path_min_rtt_us,
+                              int *kept_to)
 {
     sbt_law_limits_t lim = lab();
     sbt_law_t l;
@@ -1145,6 +1146,7 @@ static int growing_steered_at(int loss_based, int *kept_to)
         s.srtt_us = 150 * MS;
         s.delivered = delivered;
         s.loss_based = loss_based;
+        s.path_min_rtt_us = path_min_rtt_us;
         sbt_law_look(&l, &lim, &s, &out);
         if (out.act == SBT_LAW_KEEP
             && !strcmp(out.why, "its delivery still grows: left to "
@@ -1160,7 +1162,7 @@ static int growing_steered_at(int loss_based, int *kept_to)
 
 static void test_still_growing(void)
 {
-    int kept_to = 0, steered_at = growing_steered_at(1, &kept_to);
+    int kept_to = 0, steered_at = growing_steered_at(1, 0, &kept_to);
 
     printf("# growing: left to autotuning to look %d, steered at %d\n",
            kept_to, steered_at);
@@ -1168,9 +1170,13 @@ static void test_still_growing(void)
        "left to autotuning while it passes its peak by 1/16 and 3 s more, "
        "then steered");
     kept_to = 0;
-    steered_at = growing_steered_at(0, &kept_to);
+    steered_at = growing_steered_at(0, 0, &kept_to);
     ok(kept_to == 0 && steered_at == 1, "growing: a bbr flow is steered "
        "from its first look after its ramp");
+    kept_to = 0;
+    steered_at = growing_steered_at(1, 100 * MS, &kept_to);
+    ok(kept_to == 0 && steered_at == 1, "growing: so is a member of a "
+       "crowd to its own client (what it gains, the crowd trades)");
 }
 
 /* Contested, a flow is left as doing nothing leaves it: to autotuning,
