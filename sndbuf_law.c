@@ -66,8 +66,9 @@
 #define SBT_LAW_REFILL_US       1000
 
 /* The queue of a crowd to the same client (the RTT a quarter of the
- * minimum above it and its variation) ends a bbr flow's ramp: BBR's startup ignores losses, and growing only fills the
- * queue the crowd's late flows must then cross.  Not another client's
+ * minimum above it and its variation) ends a bbr flow's ramp: BBR's
+ * startup ignores losses, and growing only fills the queue the crowd's
+ * late flows must then cross.  Not another client's
  * crowd: a ramp is what doing nothing gets, the measure of what steering
  * may not cost.  A loss-based flow's slow start ends at its first loss. */
 #define SBT_LAW_CROWD_SHIFT     2
@@ -456,14 +457,15 @@ static const char *sbt_law_size(sbt_law_t *l, const sbt_law_limits_t *lim,
 {
     uint64_t law, want;
 
-    /* The queue steers unless that has cost delivery (a contest); while
-     * the flow delivers short of its peak, before that makes one, or its
-     * latest samples say it loses delivery, the queue may be another
-     * sender's: no steering down. */
+    /* A loss-based flow still winning its share (GROW_PEAK, GROW_US). */
     if (s->loss_based && !s->locked_at && !s->path_min_rtt_us
         && (!l->grew_us || s->now_us - l->grew_us < SBT_LAW_GROW_US)) {
         return "its delivery still grows: left to autotuning";
     }
+    /* The queue steers unless that has cost delivery (a contest); while
+     * the flow delivers short of its peak, before that makes one, or its
+     * latest samples say it loses delivery, the queue may be another
+     * sender's: no steering down. */
     out->queue_us = sbt_law_queue_us(l, s);
     out->queued = !out->contested
                   && sbt_law_queue_steers(l->min_rtt_us, out->queue_us);
